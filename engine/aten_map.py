@@ -1,0 +1,509 @@
+"""aten op -> IR ops. One small converter per aten op (or overload packet).
+
+A converter receives a ``Builder`` and the node's arguments already converted
+(Vars for tensors, ints / sympy exprs for sizes) and returns the Var(s) of the
+result. Unknown ops never reach here: capture keeps them as opaque fallbacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import sympy
+import torch
+
+from .ir import FLOAT_DTYPES, TensorType, Var, as_extent, dtype_name
+from .vocab import BINARY, UNARY, prod_extents
+
+aten = torch.ops.aten
+ATEN_MAP: dict[Any, Callable] = {}
+
+
+class Builder:
+    """What a converter may do: emit IR ops, update a buffer in place, alias or view."""
+
+    def __init__(self, conv: Any, node: torch.fx.Node):
+        self.c = conv
+        self.n = node
+        val = node.meta.get("val")
+        self.val = val
+        self.out_type = conv.type_of(val) if isinstance(val, torch.Tensor) else None
+
+    def __call__(self, op: str, *args: Any, hint: str | None = None) -> Var:
+        return self.c.emit(op, tuple(args), self.n, hint=hint or self.n.name.rstrip("_0123456789") or op)
+
+    def result(self, v: Var) -> Var:
+        """Cast ``v`` to the dtype torch says the node produces (type promotion safety net)."""
+        if self.out_type is not None and isinstance(v.type, TensorType) and v.type.dtype != self.out_type.dtype:
+            return self("cast", v, self.out_type.dtype)
+        return v
+
+    def opaque(self, tgt: Any) -> Any:
+        args = tuple(self.c.value(a) for a in self.n.args)
+        kwargs = {k: self.c.value(v) for k, v in self.n.kwargs.items()}
+        name = f"{tgt.namespace}.{tgt._opname}.{tgt._overloadname}" if hasattr(tgt, "_opname") else str(tgt)
+        val = self.val
+        if isinstance(val, (list, tuple)):
+            types = [self.c.type_of(v) for v in val]
+            return list(self.c.emit_multi(name, args, kwargs, types, self.n.name))
+        if not isinstance(val, torch.Tensor):
+            raise ValueError(f"opaque op {name} returns {type(val).__name__}, which satfuse cannot carry")
+        return self.c.emit(name, args, self.n, kwargs=kwargs, hint=self.n.name, out_type=self.c.type_of(val))
+
+    def inplace_opaque(self, tgt: Any, argpos: int) -> Any:
+        """An in-place op we have no converter for: run its functional twin as a fallback."""
+        packet = tgt._overloadpacket
+        functional = getattr(aten, packet.__name__.rstrip("_"), None)
+        fn = getattr(functional, tgt._overloadname, None) if functional is not None else None
+        if fn is None:
+            raise ValueError(f"in-place op {tgt} has no functional form")
+        v = Builder(self.c, self.n).opaque(fn)
+        return self.c.mutate(self.n, argpos, v)
+
+    def mutate(self, argpos: int, value: Var) -> Any:
+        return self.c.mutate(self.n, argpos, value)
+
+    def alias(self, argpos: int = 0) -> Any:
+        """The result is the same buffer as an argument (detach, alias)."""
+        return self.c.env[self.n.args[argpos]]
+
+    def view(self, v: Var) -> Any:
+        """The result is a view: reading it is fine, mutating through it is refused."""
+        from .capture import Ref
+
+        return self.c.new_ref(v, view=True)
+
+    def fresh(self, v: Var) -> Any:
+        """A new buffer holding ``v`` (clone)."""
+        return self.c.new_ref(v)
+
+
+def reg(*targets: Any) -> Callable:
+    def deco(fn: Callable) -> Callable:
+        for t in targets:
+            ATEN_MAP[t] = fn
+        return fn
+
+    return deco
+
+
+def _rank(x: Any) -> int:
+    return x.type.rank if isinstance(x, Var) and isinstance(x.type, TensorType) else 0
+
+
+def _norm_dims(dims: Any, rank: int) -> tuple[int, ...]:
+    if dims is None or dims == () or dims == []:
+        return tuple(range(rank))
+    if isinstance(dims, int):
+        dims = (dims,)
+    return tuple(sorted(d % max(rank, 1) for d in dims))
+
+
+# ---------------------------------------------------------------- elementwise
+
+def _unary(name: str) -> Callable:
+    def conv(b: Builder, x: Any, *rest: Any, **kw: Any) -> Var:
+        return b.result(b(name, x))
+
+    return conv
+
+
+for _n in UNARY:
+    pk = getattr(aten, _n, None)
+    if pk is not None:
+        reg(pk)(_unary(_n))
+reg(aten.special_erf if hasattr(aten, "special_erf") else aten.erf)(_unary("erf"))
+
+
+def _binary(name: str) -> Callable:
+    def conv(b: Builder, x: Any, y: Any, *rest: Any, alpha: Any = 1, **kw: Any) -> Var:
+        if rest:
+            alpha = rest[0]
+        if alpha != 1:
+            y = b("mul", y, alpha)
+        return b.result(b(name, x, y))
+
+    return conv
+
+
+for _n in BINARY:
+    pk = getattr(aten, _n, None)
+    if pk is not None:
+        reg(pk)(_binary(_n))
+reg(aten.true_divide)(_binary("div"))
+reg(aten.max.other)(_binary("maximum"))
+reg(aten.min.other)(_binary("minimum"))
+
+
+@reg(aten.div.Tensor_mode)
+def _div_mode(b: Builder, x: Any, y: Any, rounding_mode: Any = None) -> Var:
+    q = b("div", x, y)
+    if rounding_mode == "floor":
+        q = b("floor", q)
+    elif rounding_mode == "trunc":
+        q = b("where", b("lt", q, 0), b("ceil", q), b("floor", q))
+    return b.result(q)
+
+
+@reg(aten.rsub)
+def _rsub(b: Builder, x: Any, y: Any, alpha: Any = 1) -> Var:
+    if alpha != 1:
+        x = b("mul", x, alpha)
+    return b.result(b("sub", y, x))
+
+
+@reg(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
+def _where(b: Builder, c: Any, x: Any, y: Any) -> Var:
+    return b.result(b("where", c, x, y))
+
+
+@reg(aten.clamp, aten.clamp_min, aten.clamp_max)
+def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
+    if b.n.target._overloadpacket is aten.clamp_max:
+        lo, hi = None, lo
+    if lo is not None:
+        x = b("maximum", x, lo) if isinstance(lo, Var) else b("where", b("lt", x, lo), lo, x)
+    if hi is not None:
+        x = b("minimum", x, hi) if isinstance(hi, Var) else b("where", b("gt", x, hi), hi, x)
+    return b.result(x)
+
+
+@reg(aten._to_copy, aten.to)
+def _to_copy(b: Builder, x: Any, *args: Any, dtype: Any = None, **kw: Any) -> Any:
+    if b.out_type is None or b.out_type.device != x.type.device:
+        return b.opaque(b.n.target)
+    if b.out_type.dtype == x.type.dtype:
+        return b.fresh(x)
+    return b("cast", x, b.out_type.dtype)
+
+
+@reg(torch.ops.prims.convert_element_type)
+def _convert(b: Builder, x: Any, dtype: Any) -> Var:
+    return b("cast", x, dtype_name(dtype))
+
+
+@reg(aten.detach, aten.alias)
+def _alias(b: Builder, x: Any, *a: Any) -> Any:
+    return b.alias(0)
+
+
+@reg(aten.clone, aten.lift_fresh_copy, aten.contiguous)
+def _clone(b: Builder, x: Any, *a: Any, **kw: Any) -> Any:
+    return b.fresh(x)
+
+
+# ---------------------------------------------------------------- reductions
+
+def _red(name: str) -> Callable:
+    def conv(b: Builder, x: Any, dims: Any = None, keepdim: Any = False, *rest: Any, dtype: Any = None, **kw: Any) -> Var:
+        if isinstance(dims, bool):  # sum(x, keepdim) style overloads are not used, but be strict
+            dims = None
+        if dtype is not None or (rest and rest[0] is not None):
+            x = b("cast", x, dtype_name(dtype or rest[0]))
+        if _rank(x) == 0:
+            return b.fresh(x) if name != "sum" else b.result(b(name, x, (), 0))
+        return b.result(b(name, x, _norm_dims(dims, _rank(x)), int(bool(keepdim))))
+
+    return conv
+
+
+reg(aten.sum.dim_IntList, aten.sum.default)(_red("sum"))
+reg(aten.amax)(_red("amax"))
+reg(aten.amin)(_red("amin"))
+
+
+@reg(aten.prod.dim_int, aten.prod.default)
+def _prod(b: Builder, x: Any, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Var:
+    return _red("prod")(b, x, None if dim is None else (dim,), keepdim, dtype=dtype)
+
+
+@reg(aten.max.default, aten.min.default)
+def _maxall(b: Builder, x: Any) -> Var:
+    name = "amax" if b.n.target._overloadpacket is aten.max else "amin"
+    return b(name, x, tuple(range(_rank(x))), 0)
+
+
+@reg(aten.mean.dim, aten.mean.default)
+def _mean(b: Builder, x: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Var:
+    if dtype is not None:
+        x = b("cast", x, dtype_name(dtype))
+    dims = _norm_dims(dims, _rank(x))
+    s = b("sum", x, dims, int(bool(keepdim)))
+    n = prod_extents(tuple(x.type.shape[d] for d in dims))
+    return b.result(b("div", s, n))
+
+
+@reg(aten.var_mean.correction, aten.var.correction)
+def _var_mean(b: Builder, x: Any, dims: Any = None, correction: Any = None, keepdim: Any = False) -> Any:
+    dims = _norm_dims(dims, _rank(x))
+    n = prod_extents(tuple(x.type.shape[d] for d in dims))
+    corr = 1 if correction is None else correction
+    mean = b("div", b("sum", x, dims, 1), n)
+    d = b("sub", x, mean)
+    var = b("div", b("sum", b("mul", d, d), dims, int(bool(keepdim))), as_extent(sympy.Max(0, sympy.sympify(n) - corr)) if not isinstance(n, int) else max(0, n - corr))
+    if b.n.target._overloadpacket is aten.var:
+        return var
+    if not keepdim:
+        mean = b("squeeze", mean, dims)
+    return (var, mean)
+
+
+# ---------------------------------------------------------------- shapes
+
+def _bid_unsqueeze(b: Builder, x: Any, dim: int) -> Var:
+    r = _rank(x) + 1
+    dim %= r
+    shape = tuple(x.type.shape[:dim]) + (1,) + tuple(x.type.shape[dim:])
+    bd = tuple(i if i < dim else i + 1 for i in range(_rank(x)))
+    return b("broadcast_in_dim", x, shape, bd)
+
+
+@reg(aten.unsqueeze)
+def _unsqueeze(b: Builder, x: Any, dim: int) -> Any:
+    return b.view(_bid_unsqueeze(b, x, dim))
+
+
+@reg(aten.view, aten._unsafe_view, aten.reshape, aten.view.default)
+def _view(b: Builder, x: Any, shape: Any) -> Any:
+    out = b.out_type.shape
+    if tuple(out) == tuple(x.type.shape):
+        return b.view(x) if b.n.target._overloadpacket is not aten._unsafe_view else b.fresh(x)
+    v = b("reshape", x, tuple(out))
+    return b.fresh(v) if b.n.target._overloadpacket is aten._unsafe_view else b.view(v)
+
+
+@reg(aten.expand)
+def _expand(b: Builder, x: Any, sizes: Any, implicit: bool = False) -> Any:
+    out = b.out_type.shape
+    if tuple(out) == tuple(x.type.shape):
+        return b.view(x)
+    off = len(out) - _rank(x)
+    return b.view(b("broadcast_in_dim", x, tuple(out), tuple(range(off, len(out)))))
+
+
+@reg(aten.permute)
+def _permute(b: Builder, x: Any, dims: Any) -> Any:
+    dims = tuple(d % _rank(x) for d in dims)
+    return b.view(x if dims == tuple(range(_rank(x))) else b("permute", x, dims))
+
+
+@reg(aten.t, aten.transpose.int, aten.numpy_T)
+def _transpose(b: Builder, x: Any, d0: int = 0, d1: int = 1) -> Any:
+    r = _rank(x)
+    if r < 2:
+        return b.view(x)
+    perm = list(range(r))
+    d0, d1 = d0 % r, d1 % r
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return b.view(b("permute", x, tuple(perm)))
+
+
+@reg(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
+def _squeeze(b: Builder, x: Any, dims: Any = None) -> Any:
+    r = _rank(x)
+    if dims is None:
+        dims = tuple(i for i, e in enumerate(x.type.shape) if e == 1)
+    elif isinstance(dims, int):
+        dims = (dims,)
+    dims = tuple(d % r for d in dims if x.type.shape[d % r] == 1) if r else ()
+    return b.view(b("squeeze", x, dims) if dims else x)
+
+
+def _slice_args(x: Any, dim: int, start: Any, length: Any, step: Any) -> tuple:
+    r = _rank(x)
+    starts = tuple(start if i == dim else 0 for i in range(r))
+    ends = tuple(as_extent(sympy.sympify(start) + sympy.sympify(length) * step - (step - 1)) if i == dim and step != 1
+                 else (as_extent(sympy.sympify(start) + sympy.sympify(length)) if i == dim else x.type.shape[i]) for i in range(r))
+    strides = tuple(step if i == dim else 1 for i in range(r))
+    return starts, ends, strides
+
+
+@reg(aten.slice.Tensor)
+def _slice(b: Builder, x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> Any:
+    r = _rank(x)
+    dim %= r
+    size = x.type.shape[dim]
+    length = b.out_type.shape[dim]
+    start = 0 if start is None else start
+    if isinstance(start, int) and start < 0:
+        start = as_extent(sympy.Max(0, sympy.sympify(size) + start))
+    if isinstance(start, int) and isinstance(size, int):
+        start = min(start, size)
+    if start == 0 and length == size and step == 1:
+        return b.view(x)
+    return b.view(b("slice", x, *_slice_args(x, dim, start, length, step)))
+
+
+@reg(aten.select.int)
+def _select(b: Builder, x: Any, dim: int, index: Any) -> Any:
+    r = _rank(x)
+    dim %= r
+    if isinstance(index, int) and index < 0:
+        index = as_extent(sympy.sympify(x.type.shape[dim]) + index)
+    s = b("slice", x, *_slice_args(x, dim, index, 1, 1))
+    return b.view(b("squeeze", s, (dim,)))
+
+
+@reg(aten.split_with_sizes, aten.split.Tensor)
+def _split(b: Builder, x: Any, sizes: Any, dim: int = 0) -> Any:
+    dim %= _rank(x)
+    outs, start = [], 0
+    for t in b.val:
+        length = b.c.sym(t.shape[dim])
+        s = b("slice", x, *_slice_args(x, dim, start, length, 1), hint="split")
+        outs.append(b.view(s))
+        start = as_extent(sympy.sympify(start) + sympy.sympify(length))
+    return outs
+
+
+@reg(aten.cat)
+def _cat(b: Builder, ts: Any, dim: int = 0) -> Var:
+    ts = tuple(t for t in ts if not (_rank(t) == 1 and t.type.shape[0] == 0))
+    if len(ts) == 1:
+        return b.fresh(ts[0])
+    ts = tuple(t if t.type.dtype == b.out_type.dtype else b("cast", t, b.out_type.dtype) for t in ts)
+    return b("cat", ts, dim % _rank(ts[0]))
+
+
+@reg(aten.constant_pad_nd)
+def _pad(b: Builder, x: Any, pad: Any, value: Any = 0) -> Var:
+    return b("pad", x, tuple(pad), value)
+
+
+# ---------------------------------------------------------------- creation
+
+def _device_of(b: Builder) -> str:
+    return b.out_type.device
+
+
+def _full(b: Builder, value: Any) -> Var:
+    return b.c.emit("full", (tuple(b.out_type.shape), value, b.out_type.dtype), b.n, hint=b.n.name)
+
+
+@reg(aten.full.default, aten.full_like, aten.new_full)
+def _full_c(b: Builder, *args: Any, **kw: Any) -> Var:
+    tgt = b.n.target._overloadpacket
+    value = args[1] if tgt in (aten.full, aten.full_like, aten.new_full) else 0
+    if tgt is aten.new_full:
+        value = args[2]
+    return _full(b, value)
+
+
+@reg(aten.zeros, aten.zeros_like, aten.new_zeros, aten.empty, aten.empty_like, aten.new_empty, aten.empty.memory_format,
+     aten.empty_strided, aten.new_empty_strided)
+def _zeros(b: Builder, *args: Any, **kw: Any) -> Var:
+    return _full(b, 0)
+
+
+@reg(aten.ones, aten.ones_like, aten.new_ones)
+def _ones(b: Builder, *args: Any, **kw: Any) -> Var:
+    return _full(b, 1)
+
+
+@reg(aten.scalar_tensor)
+def _scalar_tensor(b: Builder, value: Any, **kw: Any) -> Var:
+    return _full(b, value)
+
+
+@reg(aten.fill.Scalar, aten.fill_.Scalar, aten.zero_, aten.zero)
+def _fill(b: Builder, x: Any, value: Any = 0) -> Any:
+    v = _full(b, value)
+    if b.n.target._overloadpacket in (aten.fill_, aten.zero_):
+        return b.mutate(0, v)
+    return v
+
+
+@reg(aten.arange.start_step, aten.arange.default, aten.arange.start)
+def _arange(b: Builder, *args: Any, **kw: Any) -> Var:
+    nums = [a for a in args if not isinstance(a, (torch.dtype, torch.device, torch.layout))]
+    start, step = 0, 1
+    if b.n.target is aten.arange.start_step:
+        start, step = nums[0], (nums[2] if len(nums) > 2 else 1)
+    elif b.n.target is aten.arange.start:
+        start = nums[0]
+    n = b.out_type.shape[0]
+    dt = b.out_type.dtype
+    it = b.c.emit("iota", (n, "i64" if dt not in FLOAT_DTYPES else dt, 0, 1), b.n, hint="iota")
+    if step != 1:
+        it = b("mul", it, step)
+    if start != 0:
+        it = b("add", it, start)
+    return b.result(it)
+
+
+# ---------------------------------------------------------------- indexing
+
+@reg(aten.gather)
+def _gather(b: Builder, x: Any, dim: int, idx: Any, sparse_grad: bool = False) -> Var:
+    return b("gather", x, dim % max(_rank(x), 1), idx)
+
+
+@reg(aten.index_select)
+def _index_select(b: Builder, x: Any, dim: int, idx: Any) -> Var:
+    return b("index_select", x, dim % max(_rank(x), 1), idx)
+
+
+@reg(aten.embedding)
+def _embedding(b: Builder, w: Any, idx: Any, *rest: Any) -> Var:
+    flat = idx if _rank(idx) == 1 else b("reshape", idx, (prod_extents(idx.type.shape),))
+    rows = b("index_select", w, 0, flat)
+    return rows if _rank(idx) == 1 else b("reshape", rows, tuple(b.out_type.shape))
+
+
+@reg(aten.index_copy, aten.index_copy_)
+def _index_copy(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
+    v = b("index_copy", x, dim % max(_rank(x), 1), idx, src)
+    if b.n.target._overloadpacket is aten.index_copy_:
+        return b.mutate(0, v)
+    return v
+
+
+@reg(aten.scatter.src, aten.scatter.value, aten.scatter_.src, aten.scatter_.value)
+def _scatter(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
+    v = b("scatter", x, dim % max(_rank(x), 1), idx, src)
+    if b.n.target._overloadpacket is aten.scatter_:
+        return b.mutate(0, v)
+    return v
+
+
+# ---------------------------------------------------------------- in-place
+
+@reg(aten.copy_)
+def _copy_(b: Builder, dst: Any, src: Any, non_blocking: bool = False) -> Any:
+    if isinstance(src, Var) and isinstance(src.type, TensorType) and src.type.device != dst.type.device:
+        raise ValueError("copy_ across devices is not supported")
+    return b.mutate(0, src)
+
+
+def _inplace(name: str, nargs: int) -> Callable:
+    def conv(b: Builder, x: Any, *args: Any, alpha: Any = 1, **kw: Any) -> Any:
+        if name in BINARY:
+            y = args[0]
+            if len(args) > 1:
+                alpha = args[1]
+            if alpha != 1:
+                y = b("mul", y, alpha)
+            v = b(name, x, y)
+        else:
+            v = b(name, x)
+        return b.mutate(0, v)
+
+    return conv
+
+
+for _n in list(BINARY) + list(UNARY):
+    pk = getattr(aten, _n + "_", None)
+    if pk is not None:
+        reg(pk)(_inplace(_n, 2 if _n in BINARY else 1))
+
+
+@reg(aten.clamp_, aten.clamp_min_, aten.clamp_max_)
+def _clamp_(b: Builder, x: Any, *args: Any) -> Any:
+    tgt = b.n.target._overloadpacket
+    if tgt is aten.clamp_max_:
+        v = _clamp(b, x, None, args[0])
+    elif tgt is aten.clamp_min_:
+        v = _clamp(b, x, args[0], None)
+    else:
+        v = _clamp(b, x, *args)
+    return b.mutate(0, v)

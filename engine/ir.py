@@ -1,0 +1,260 @@
+"""Trace IR: an SSA program over tensors and scalars, with explicit write-backs.
+
+A Trace is what every stage hands to the next: capture produces one, the engine
+encodes it into egglog terms and decodes the extracted plan back into one, and the
+lowering partitions it into segments. Extents are ints or sympy expressions over
+symbols bound by the inputs (tensor dims and int scalars), so shape arithmetic
+such as ``a.size(2) - d0 - d1`` stays visible instead of being baked in.
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Union
+
+import sympy
+import torch
+
+Extent = Union[int, sympy.Expr]
+
+#: short dtype names used in printed programs and in the e-graph
+DTYPES: dict[str, torch.dtype] = {
+    "f64": torch.float64,
+    "f32": torch.float32,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "i64": torch.int64,
+    "i32": torch.int32,
+    "i16": torch.int16,
+    "i8": torch.int8,
+    "u8": torch.uint8,
+    "b8": torch.bool,
+    "c64": torch.complex64,
+    "c128": torch.complex128,
+}
+DTYPE_NAMES: dict[torch.dtype, str] = {v: k for k, v in DTYPES.items()}
+FLOAT_DTYPES = frozenset({"f64", "f32", "f16", "bf16"})
+INT_DTYPES = frozenset({"i64", "i32", "i16", "i8", "u8"})
+
+
+class IRError(ValueError):
+    """A malformed program: names the node and the broken invariant."""
+
+
+def dtype_name(dt: torch.dtype) -> str:
+    try:
+        return DTYPE_NAMES[dt]
+    except KeyError:
+        raise IRError(f"dtype {dt} is not supported by satfuse") from None
+
+
+def as_extent(e: Any) -> Extent:
+    """Normalize an extent: plain ints stay ints, integral sympy numbers become ints."""
+    if isinstance(e, bool):
+        raise IRError(f"extent {e!r} is a bool")
+    if isinstance(e, int):
+        return e
+    if isinstance(e, sympy.Expr):
+        e = sympy.simplify(e) if not e.is_Atom else e
+        if e.is_Integer:
+            return int(e)
+        return e
+    raise IRError(f"extent {e!r} is neither an int nor a symbolic expression")
+
+
+def fmt_extent(e: Extent) -> str:
+    return str(e) if isinstance(e, int) else sympy.sstr(e)
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: str
+    shape: tuple[Extent, ...]
+    device: str = "cpu"
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        dev = "" if self.device == "cpu" else f"{self.device} "
+        return f"{dev}{self.dtype}[{', '.join(fmt_extent(e) for e in self.shape)}]"
+
+    def with_(self, **kw: Any) -> "TensorType":
+        d = {"dtype": self.dtype, "shape": self.shape, "device": self.device}
+        d.update(kw)
+        d["shape"] = tuple(as_extent(e) for e in d["shape"])
+        return TensorType(**d)
+
+    def symbols(self) -> set[sympy.Symbol]:
+        out: set[sympy.Symbol] = set()
+        for e in self.shape:
+            if isinstance(e, sympy.Expr):
+                out |= e.free_symbols
+        return out
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    """An int/float/bool scalar input or value. ``value`` is its symbol when symbolic."""
+
+    kind: str  # "int" | "float" | "bool"
+    value: Any = None
+
+    def __str__(self) -> str:
+        v = "" if self.value is None else f" {fmt_extent(self.value) if isinstance(self.value, sympy.Expr) else self.value}"
+        return f"{self.kind}{v}"
+
+    def symbols(self) -> set[sympy.Symbol]:
+        return set(self.value.free_symbols) if isinstance(self.value, sympy.Expr) else set()
+
+
+Type = Union[TensorType, ScalarType]
+
+
+@dataclass(eq=False)
+class Var:
+    """An SSA value. Identity is object identity; the name is for printing."""
+
+    name: str
+    type: Type
+
+    def __repr__(self) -> str:
+        return self.name
+
+    @property
+    def is_tensor(self) -> bool:
+        return isinstance(self.type, TensorType)
+
+
+@dataclass(eq=False)
+class Node:
+    """``outs = op(*args, **kwargs)``. Args are Vars, numbers, extents, dtype names or tuples of those."""
+
+    op: str
+    args: tuple
+    kwargs: dict[str, Any]
+    outs: tuple[Var, ...]
+    site: str | None = None
+
+    @property
+    def out(self) -> Var:
+        if len(self.outs) != 1:
+            raise IRError(f"{self.op} has {len(self.outs)} outputs")
+        return self.outs[0]
+
+    def inputs(self) -> list[Var]:
+        return [a for a in flat_args(self.args, self.kwargs) if isinstance(a, Var)]
+
+
+def flat_args(args: Iterable, kwargs: dict | None = None) -> Iterable[Any]:
+    for a in itertools.chain(args, (kwargs or {}).values()):
+        if isinstance(a, (tuple, list)):
+            yield from flat_args(a)
+        else:
+            yield a
+
+
+@dataclass
+class Trace:
+    """A whole program: inputs, nodes in execution order, outputs and write-backs.
+
+    ``writebacks`` pairs a mutated input with the Var holding its final value: the
+    caller's buffer must hold that value when the program returns, as eager does.
+    ``opaque`` carries the torch callables of fallback nodes (keyed by node attr ``key``).
+    """
+
+    inputs: list[Var]
+    nodes: list[Node]
+    outputs: list[Any]
+    writebacks: list[tuple[Var, Var]] = field(default_factory=list)
+    opaque: dict[str, Any] = field(default_factory=dict)
+    guards: list[sympy.Basic] = field(default_factory=list)
+    name: str = "computation"
+    provenance: str = ""
+
+    def __str__(self) -> str:
+        from .printer import print_trace
+
+        return print_trace(self)
+
+    __repr__ = __str__
+
+    def symbols(self) -> set[sympy.Symbol]:
+        out: set[sympy.Symbol] = set()
+        for v in self.inputs:
+            out |= v.type.symbols()
+        return out
+
+    def producers(self) -> dict[Var, Node]:
+        return {o: n for n in self.nodes for o in n.outs}
+
+    def users(self) -> dict[Var, list[Node]]:
+        us: dict[Var, list[Node]] = {}
+        for n in self.nodes:
+            for v in n.inputs():
+                us.setdefault(v, []).append(n)
+        return us
+
+    def lint(self) -> None:
+        """Check SSA form, topological order, unique names and that write-backs target inputs."""
+        defined: set[int] = set()
+        names: set[str] = set()
+
+        def define(v: Var, where: str) -> None:
+            if v.name in names:
+                raise IRError(f"{where}: name {v.name!r} defined twice")
+            if not v.name.isidentifier() or keyword.iskeyword(v.name):
+                raise IRError(f"{where}: {v.name!r} is not a legal identifier")
+            names.add(v.name)
+            defined.add(id(v))
+
+        for v in self.inputs:
+            define(v, "input")
+        for i, n in enumerate(self.nodes):
+            for a in n.inputs():
+                if id(a) not in defined:
+                    raise IRError(f"node {i} ({n.op}): uses {a.name} before it is defined")
+            for o in n.outs:
+                define(o, f"node {i} ({n.op})")
+        for o in self.outputs:
+            if isinstance(o, Var) and id(o) not in defined:
+                raise IRError(f"output {o.name} is not defined")
+        seen: set[int] = set()
+        for buf, val in self.writebacks:
+            if not any(buf is v for v in self.inputs):
+                raise IRError(f"write-back target {buf.name} is not an input")
+            if id(buf) in seen:
+                raise IRError(f"two write-backs to {buf.name}")
+            seen.add(id(buf))
+            if id(val) not in defined:
+                raise IRError(f"write-back value {val.name} is not defined")
+
+
+class Namespace:
+    """Hands out unique, legal, stable names, preferring user hints."""
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        import builtins
+
+        from .vocab import OPS
+
+        self.used = set(reserved) | set(dir(builtins)) | set(OPS) | {"torch", "aten", "writeback", "fd", "inf", "nan"}
+        self.counter = itertools.count()
+
+    def name(self, hint: str | None = None) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in (hint or "t"))
+        if not base or base[0].isdigit():
+            base = "t" + base
+        if keyword.iskeyword(base):
+            base += "_"
+        if base not in self.used and hint:
+            self.used.add(base)
+            return base
+        while True:
+            cand = f"{base if hint else 't'}{next(self.counter)}"
+            if cand not in self.used:
+                self.used.add(cand)
+                return cand

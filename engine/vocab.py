@@ -1,0 +1,350 @@
+"""The op vocabulary: one table that says, for every IR op, its e-graph constructor,
+its argument kinds, its result type and its meaning as torch code.
+
+Keeping all of it in one place is what lets encode/decode, the interpreter, the
+verifier and the lowering agree; ``rules/lang.egg`` declares the same constructors
+(a test checks the two stay in step).
+
+Argument kinds: ``T`` a tensor operand (a Var, or a number / symbolic int that
+broadcasts like a Python scalar), ``i`` an int, ``ints`` a tuple of ints, ``shape``
+a tuple of extents, ``x`` an extent, ``f`` a number, ``dtype`` a dtype name,
+``Ts`` a tuple of tensor operands.
+
+Elementwise ops follow torch's broadcasting and type promotion; the lowering makes
+broadcasts explicit for nvFuser.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any, Callable
+
+import sympy
+import torch
+import torch.nn.functional as F
+
+from .ir import DTYPES, Extent, IRError, ScalarType, TensorType, Var, as_extent, dtype_name
+
+UNARY = {
+    "neg": torch.neg, "abs": torch.abs, "exp": torch.exp, "log": torch.log, "log1p": torch.log1p,
+    "expm1": torch.expm1, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal,
+    "tanh": torch.tanh, "sigmoid": torch.sigmoid, "sin": torch.sin, "cos": torch.cos, "erf": torch.erf,
+    "logical_not": torch.logical_not, "isnan": torch.isnan, "isinf": torch.isinf, "floor": torch.floor,
+    "ceil": torch.ceil, "sign": torch.sign, "bitwise_not": torch.bitwise_not, "relu": torch.relu,
+    "exp2": torch.exp2, "log2": torch.log2, "tan": torch.tan, "atan": torch.atan,
+}
+BINARY = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div, "pow": torch.pow,
+    "maximum": torch.maximum, "minimum": torch.minimum, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt,
+    "le": torch.le, "gt": torch.gt, "ge": torch.ge, "logical_and": torch.logical_and,
+    "logical_or": torch.logical_or, "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor, "remainder": torch.remainder, "fmod": torch.fmod,
+    "atan2": torch.atan2,
+}
+REDUCTIONS = ("sum", "amax", "amin", "prod")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    kind: str  # elementwise | reduction | shape | index | creation | inplace
+    egg: str  # constructor name in lang.egg
+    sig: tuple[str, ...]
+    kw: tuple[str, ...] = ()  # names of trailing args, for printing as keywords
+
+
+def _camel(name: str) -> str:
+    return "".join(p.capitalize() for p in name.split("_"))
+
+
+OPS: dict[str, OpSpec] = {}
+
+
+def _reg(name: str, kind: str, sig: tuple[str, ...], kw: tuple[str, ...] = (), egg: str | None = None) -> None:
+    OPS[name] = OpSpec(name, kind, egg or _camel(name), sig, kw)
+
+
+for _n in UNARY:
+    _reg(_n, "elementwise", ("T",))
+for _n in BINARY:
+    _reg(_n, "elementwise", ("T", "T"))
+_reg("where", "elementwise", ("T", "T", "T"))
+_reg("cast", "elementwise", ("T", "dtype"))
+for _n in REDUCTIONS:
+    _reg(_n, "reduction", ("T", "ints", "i"), kw=("dims", "keepdim"))
+_reg("broadcast_in_dim", "shape", ("T", "shape", "ints"), kw=("shape", "broadcast_dims"))
+_reg("reshape", "shape", ("T", "shape"), kw=("new_shape",))
+_reg("permute", "shape", ("T", "ints"), kw=("dims",))
+_reg("squeeze", "shape", ("T", "ints"), kw=("dims",))
+_reg("slice", "shape", ("T", "shape", "shape", "shape"), kw=("start_indices", "end_indices", "strides"))
+_reg("cat", "shape", ("Ts", "i"), kw=("dim",))
+_reg("pad", "shape", ("T", "shape", "f"), kw=("pad_widths", "value"))
+_reg("iota", "creation", ("x", "dtype", "i", "i"), kw=("dtype", "dim", "rank"))
+_reg("full", "creation", ("shape", "f", "dtype"), kw=("shape", "fill_value", "dtype"))
+_reg("take_along_axis", "index", ("T", "T", "i"), kw=("dim",))
+_reg("gather", "index", ("T", "i", "T"), kw=())
+_reg("index_select", "index", ("T", "i", "T"), kw=())
+_reg("index_copy", "index", ("T", "i", "T", "T"), kw=())
+_reg("scatter", "index", ("T", "i", "T", "T"), kw=())
+# dst's value after ``dst.copy_(src)``: src cast to dst's dtype and broadcast to its shape
+_reg("copy_", "inplace", ("T", "T"), egg="Copy")
+
+OPAQUE_PREFIXES = ("aten.", "prims.")
+
+
+def is_opaque(op: str) -> bool:
+    return op.startswith(OPAQUE_PREFIXES)
+
+
+def resolve_opaque(op: str) -> Callable:
+    """``aten.mm.default`` -> torch.ops.aten.mm.default, with a clear error."""
+    ns, name, overload = (op.split(".") + ["default"])[:3]
+    try:
+        return getattr(getattr(getattr(torch.ops, ns), name), overload)
+    except AttributeError:
+        raise IRError(f"unknown torch op {op!r}") from None
+
+
+# ---------------------------------------------------------------- type inference
+
+
+def _sym(e: Extent) -> sympy.Expr:
+    return sympy.Integer(e) if isinstance(e, int) else e
+
+
+def _eq(a: Extent, b: Extent) -> bool:
+    return a == b or sympy.simplify(_sym(a) - _sym(b)) == 0
+
+
+def broadcast_shapes(*shapes: tuple[Extent, ...]) -> tuple[Extent, ...]:
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[Extent] = []
+    for i in range(rank):
+        dim: Extent = 1
+        for s in shapes:
+            j = i - (rank - len(s))
+            if j < 0:
+                continue
+            e = s[j]
+            if dim == 1:
+                dim = e
+            elif e != 1 and not _eq(dim, e):
+                raise IRError(f"shapes {shapes} do not broadcast (dim {i}: {dim} vs {e})")
+        out.append(dim)
+    return tuple(out)
+
+
+def _meta(a: Any) -> Any:
+    """A stand-in for dtype inference: a meta tensor of the same rank and dtype."""
+    if isinstance(a, Var):
+        if isinstance(a.type, TensorType):
+            return torch.empty((1,) * a.type.rank, dtype=DTYPES[a.type.dtype], device="meta")
+        return {"int": 1, "float": 1.0, "bool": True}[a.type.kind]
+    if isinstance(a, sympy.Expr):
+        return 1
+    return a
+
+
+def operand_shape(a: Any) -> tuple[Extent, ...]:
+    return a.type.shape if isinstance(a, Var) and isinstance(a.type, TensorType) else ()
+
+
+def first_tensor(args: tuple) -> TensorType:
+    for a in args:
+        if isinstance(a, Var) and isinstance(a.type, TensorType):
+            return a.type
+    raise IRError("op has no tensor operand")
+
+
+def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
+    """Result type of a vocabulary op, with symbolic extents kept symbolic."""
+    spec = OPS.get(op)
+    if spec is None:
+        raise IRError(f"infer: {op!r} is not a vocabulary op")
+    if spec.kind == "elementwise":
+        dev = device or _device(args)
+        if op == "cast":
+            return TensorType(args[1], operand_shape(args[0]), dev)
+        shape = broadcast_shapes(*(operand_shape(a) for a in args))
+        fn = torch.where if op == "where" else (UNARY.get(op) or BINARY[op])
+        metas = [_meta(a) for a in args]
+        if all(not isinstance(m, torch.Tensor) for m in metas):
+            metas[0] = torch.tensor(metas[0], device="meta")
+        return TensorType(dtype_name(fn(*metas).dtype), shape, dev)
+    if spec.kind == "reduction":
+        x, dims, keepdim = args
+        t = x.type
+        dims = tuple(d % max(t.rank, 1) for d in dims)
+        shape = tuple(1 if i in dims else e for i, e in enumerate(t.shape) if keepdim or i not in dims)
+        m = _meta(x)
+        dt = {"sum": torch.sum, "prod": torch.prod}.get(op)
+        dtype = dtype_name(dt(m).dtype) if dt else t.dtype
+        return TensorType(dtype, shape, t.device)
+    if op == "broadcast_in_dim":
+        return args[0].type.with_(shape=args[1])
+    if op == "reshape":
+        return args[0].type.with_(shape=args[1])
+    if op == "permute":
+        t = args[0].type
+        return t.with_(shape=tuple(t.shape[d] for d in args[1]))
+    if op == "squeeze":
+        t = args[0].type
+        dims = {d % t.rank for d in args[1]}
+        return t.with_(shape=tuple(e for i, e in enumerate(t.shape) if i not in dims))
+    if op == "slice":
+        t = args[0].type
+        shape = []
+        for s, e, st in zip(args[1], args[2], args[3]):
+            n = _sym(e) - _sym(s)
+            shape.append(as_extent(n if st == 1 else sympy.floor((n + _sym(st) - 1) / _sym(st))))
+        return t.with_(shape=tuple(shape))
+    if op == "cat":
+        ts, dim = args
+        t0 = ts[0].type
+        dim %= t0.rank
+        total = sum((_sym(t.type.shape[dim]) for t in ts), sympy.Integer(0))
+        return t0.with_(shape=t0.shape[:dim] + (as_extent(total),) + t0.shape[dim + 1:])
+    if op == "pad":
+        t = args[0].type
+        shape = list(t.shape)
+        widths = args[1]
+        for k in range(len(widths) // 2):
+            d = t.rank - 1 - k
+            shape[d] = as_extent(_sym(shape[d]) + _sym(widths[2 * k]) + _sym(widths[2 * k + 1]))
+        return t.with_(shape=tuple(shape))
+    if op == "iota":
+        length, dt, dim, rank = args
+        return TensorType(dt, tuple(length if i == dim else 1 for i in range(rank)), device or "cpu")
+    if op == "full":
+        return TensorType(args[2], tuple(as_extent(e) for e in args[0]), device or "cpu")
+    if op == "take_along_axis":
+        x, idx, dim = args
+        d = dim % x.type.rank
+        b = broadcast_shapes(
+            tuple(1 if i == d else e for i, e in enumerate(x.type.shape)),
+            tuple(1 if i == d else e for i, e in enumerate(idx.type.shape)),
+        )
+        return x.type.with_(shape=b[:d] + (idx.type.shape[d],) + b[d + 1:])
+    if op == "gather":
+        x, dim, idx = args
+        return x.type.with_(shape=idx.type.shape)
+    if op == "index_select":
+        x, dim, idx = args
+        dim %= x.type.rank
+        return x.type.with_(shape=x.type.shape[:dim] + (idx.type.shape[0] if idx.type.rank else 1,) + x.type.shape[dim + 1:])
+    if op in ("index_copy", "scatter", "copy_"):
+        return args[0].type
+    raise IRError(f"infer: no rule for {op}")
+
+
+def _device(args: tuple) -> str:
+    for a in args:
+        if isinstance(a, Var) and isinstance(a.type, TensorType):
+            return a.type.device
+        if isinstance(a, (tuple, list)):
+            for b in a:
+                if isinstance(b, Var) and isinstance(b.type, TensorType):
+                    return b.type.device
+    return "cpu"
+
+
+# ---------------------------------------------------------------- meaning as torch code
+
+
+def _bid(x: torch.Tensor, shape: tuple[int, ...], bdims: tuple[int, ...]) -> torch.Tensor:
+    view = [1] * len(shape)
+    for src, dst in enumerate(bdims):
+        view[dst] = x.shape[src]
+    return x.reshape(view).expand(shape)
+
+
+def _prod(x: torch.Tensor, dims: tuple[int, ...], keepdim: bool) -> torch.Tensor:
+    for d in sorted((d % x.dim() for d in dims), reverse=True):
+        x = torch.prod(x, d, keepdim=bool(keepdim))
+    return x
+
+
+def _reduce(fn: Callable) -> Callable:
+    def run(x: torch.Tensor, dims: tuple[int, ...], keepdim: int) -> torch.Tensor:
+        if x.dim() == 0:
+            return fn(x)
+        return fn(x, dims, keepdim=bool(keepdim))
+
+    return run
+
+
+def _slice(x: torch.Tensor, starts, ends, strides) -> torch.Tensor:
+    return x[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, strides))]
+
+
+def _iota(length: int, dtype: str, dim: int, rank: int, device: str = "cpu") -> torch.Tensor:
+    t = torch.arange(length, dtype=DTYPES[dtype], device=device)
+    return t.reshape(tuple(length if i == dim else 1 for i in range(rank)))
+
+
+def _scatter(x, dim, idx, src):
+    return torch.scatter(x, dim, idx, src)
+
+
+def _copy(dst: torch.Tensor, src: Any) -> torch.Tensor:
+    if not isinstance(src, torch.Tensor):
+        return torch.full_like(dst, src)
+    return src.to(dst.dtype).expand(dst.shape).clone()
+
+
+IMPLS: dict[str, Callable] = {
+    **UNARY,
+    **BINARY,
+    "where": torch.where,
+    "cast": lambda x, dt: x.to(DTYPES[dt]),
+    "sum": _reduce(torch.sum),
+    "amax": _reduce(torch.amax),
+    "amin": _reduce(torch.amin),
+    "prod": lambda x, dims, keepdim: _prod(x, dims, keepdim) if x.dim() else x.clone(),
+    "broadcast_in_dim": _bid,
+    "reshape": lambda x, shape: x.reshape(shape),
+    "permute": lambda x, dims: x.permute(dims),
+    "squeeze": lambda x, dims: x.squeeze(tuple(dims)) if dims else x,
+    "slice": _slice,
+    "cat": lambda ts, dim: torch.cat(list(ts), dim),
+    "pad": lambda x, widths, value: F.pad(x, tuple(widths), value=value),
+    "iota": _iota,
+    "full": lambda shape, value, dtype, device="cpu": torch.full(tuple(shape), value, dtype=DTYPES[dtype], device=device),
+    "take_along_axis": lambda x, idx, dim: torch.take_along_dim(x, idx, dim),
+    "gather": torch.gather,
+    "index_select": torch.index_select,
+    "index_copy": torch.index_copy,
+    "scatter": _scatter,
+    "copy_": _copy,
+}
+
+CREATION = ("iota", "full")
+
+
+def scalar_type_of(value: Any) -> ScalarType:
+    if isinstance(value, bool):
+        return ScalarType("bool")
+    if isinstance(value, int):
+        return ScalarType("int")
+    return ScalarType("float")
+
+
+def prod_extents(shape: tuple[Extent, ...]) -> Extent:
+    return as_extent(reduce(operator.mul, (_sym(e) for e in shape), sympy.Integer(1)))
+
+
+def numel(shape: tuple[Extent, ...], env: dict | None = None, default: int = 1024) -> int:
+    """Element count at concrete sizes: symbols take ``env`` values, else ``default``."""
+    n = 1
+    for e in shape:
+        if isinstance(e, int):
+            n *= e
+        else:
+            subs = {s: (env or {}).get(s.name, default) for s in e.free_symbols}
+            n *= int(e.subs(subs))
+    return max(n, 0)
+
+
+assert not (set(IMPLS) ^ set(OPS)), set(IMPLS) ^ set(OPS)
