@@ -1,0 +1,148 @@
+"""Extracted e-graph choice -> Trace.
+
+Classes that held a value of the original program keep that value's name, so a plan
+reads like the program it came from; types are re-inferred from the vocabulary (the
+verifier in Trace.lint then checks the result).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .egraph import EGraphView, dim_value, list_value
+from .ir import IRError, Namespace, Node, Trace, TensorType, Var
+from .terms import Encoding, Slot
+from .vocab import OPS, infer
+
+EGG_SPECS = {spec.egg: spec for spec in OPS.values()}
+
+
+class Decoder:
+    def __init__(self, view: EGraphView, choice: dict[str, str], original: Trace, enc: Encoding,
+                 var_class: dict[int, str]) -> None:
+        self.view = view
+        self.choice = choice
+        self.orig = original
+        self.enc = enc
+        self.class_name: dict[str, str] = {}
+        for v in [*original.inputs, *(o for n in original.nodes for o in n.outs)]:
+            c = var_class.get(id(v))
+            if c is not None:
+                self.class_name.setdefault(c, v.name)
+        self.inputs_by_name = {v.name: v for v in original.inputs}
+        self.ns = Namespace([v.name for v in original.inputs])
+        self.memo: dict[str, Any] = {}
+        self.nodes: list[Node] = []
+        self.device = next((v.type.device for v in original.inputs if isinstance(v.type, TensorType)), "cpu")
+        self.opaque_memo: dict[str, tuple[Var, ...]] = {}
+
+    def node(self, cid: str):
+        return self.view.nodes[self.choice[cid]]
+
+    def dim(self, cid: str) -> Any:
+        return dim_value(self.view, self.choice, cid)
+
+    def arg(self, kind: str, cid: str) -> Any:
+        if kind in ("T", "f"):
+            return self.value(cid)
+        if kind == "i":
+            return self.view.literal(cid)
+        if kind == "ints":
+            return list_value(self.view, self.choice, cid, self.view.literal)
+        if kind == "shape":
+            return list_value(self.view, self.choice, cid, self.dim)
+        if kind == "x":
+            return self.dim(cid)
+        if kind == "dtype":
+            return self.view.literal(cid)
+        if kind == "Ts":
+            return list_value(self.view, self.choice, cid, self.value)
+        raise IRError(f"unknown argument kind {kind}")
+
+    def fresh(self, cid: str, hint: str) -> str:
+        return self.ns.name(self.class_name.get(cid, hint))
+
+    def value(self, cid: str) -> Any:
+        if cid in self.memo:
+            return self.memo[cid]
+        n = self.node(cid)
+        op = n.op
+        if op == "Input":
+            name = self.view.literal(n.children[0])
+            out: Any = self.inputs_by_name[name]
+        elif op == "CInt":
+            out = self.view.literal(n.children[0])
+        elif op == "CFloat":
+            out = self.view.literal(n.children[0])
+        elif op == "CBool":
+            out = self.view.literal(n.children[0])
+        elif op == "CDim":
+            out = self.dim(n.children[0])
+        elif op == "Proj":
+            outs = self.opaque_call(n.children[0])
+            out = outs[self.view.literal(n.children[1])]
+        elif op in EGG_SPECS:
+            spec = EGG_SPECS[op]
+            args = tuple(self.arg(k, c) for k, c in zip(spec.sig, n.children))
+            t = infer(spec.name, args, self.device)
+            v = Var(self.fresh(cid, spec.name), t)
+            self.nodes.append(Node(spec.name, args, {}, (v,)))
+            out = v
+        else:
+            raise IRError(f"decode: class {cid} chose {op!r}, which is not a value")
+        self.memo[cid] = out
+        return out
+
+    def opaque_call(self, cid: str) -> tuple[Var, ...]:
+        if cid in self.opaque_memo:
+            return self.opaque_memo[cid]
+        n = self.node(cid)
+        key = self.view.literal(n.children[0])
+        operands = list_value(self.view, self.choice, n.children[1], self.value)
+        call = self.enc.opaque[key]
+
+        def fill(a: Any) -> Any:
+            if isinstance(a, Slot):
+                return operands[a.i]
+            if isinstance(a, (tuple, list)):
+                return type(a)(fill(x) for x in a)
+            return a
+
+        outs = tuple(Var(self.ns.name(key_hint(call.op)), t) for t in call.out_types)
+        self.nodes.append(Node(call.op, fill(call.args), {k: fill(v) for k, v in call.kwargs.items()}, outs))
+        self.opaque_memo[cid] = outs
+        return outs
+
+
+def key_hint(op: str) -> str:
+    parts = op.split(".")
+    return parts[1] if len(parts) > 1 else op
+
+
+def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encoding, root_classes: list[str],
+           var_class: dict[int, str]) -> Trace:
+    d = Decoder(view, choice, original, enc, var_class)
+    outputs: list[Any] = []
+    k = 0
+    for o in original.outputs:
+        if isinstance(o, Var):
+            root = view.nodes[choice[root_classes[k]]]
+            k += 1
+            outputs.append(d.value(root.children[1]))
+        else:
+            outputs.append(o)
+    writebacks: list[tuple[Var, Var]] = []
+    for buf, _ in original.writebacks:
+        root = view.nodes[choice[root_classes[k]]]
+        k += 1
+        if root.op == "NoWrite":
+            continue
+        val = d.value(root.children[1])
+        if val is buf:
+            continue
+        if not isinstance(val, Var):
+            raise IRError(f"decode: write-back of {buf.name} became a constant")
+        writebacks.append((buf, val))
+    tr = Trace(list(original.inputs), d.nodes, outputs, writebacks, guards=list(original.guards), name=original.name)
+    tr.lint()
+    return tr

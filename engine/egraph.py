@@ -1,0 +1,116 @@
+"""A read-only view of egglog's serialized e-graph for extraction and decoding.
+
+Analysis rows (shape, ext, dtype, ...) are split off: they are facts about classes,
+not choices. What remains are the nodes an extractor may pick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+ANALYSIS_OPS = frozenset({"shape", "ext", "rank", "dtype", "is-float", "shape-walk", "bcast", "bdim"})
+
+
+@dataclass
+class ENode:
+    id: str
+    op: str
+    children: tuple[str, ...]  # child class ids
+    eclass: str
+
+
+@dataclass
+class EGraphView:
+    nodes: dict[str, ENode]
+    classes: dict[str, list[str]]
+    class_type: dict[str, str]
+    shape_of: dict[str, str] = field(default_factory=dict)  # T class -> DL class
+    dtype_of: dict[str, str] = field(default_factory=dict)  # T class -> dtype name
+    parents: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "EGraphView":
+        raw = data["nodes"]
+        node_class = {nid: n["eclass"] for nid, n in raw.items()}
+        nodes: dict[str, ENode] = {}
+        classes: dict[str, list[str]] = {}
+        view = cls({}, {}, {k: v.get("type", "") for k, v in data.get("class_data", {}).items()})
+        dtype_class: dict[str, str] = {}
+        for nid, n in raw.items():
+            kids = tuple(node_class[c] for c in n["children"])
+            op = n["op"]
+            if op in ANALYSIS_OPS:
+                if op == "shape":
+                    view.shape_of[kids[0]] = n["eclass"]
+                elif op == "dtype":
+                    dtype_class[kids[0]] = n["eclass"]
+                continue
+            if n.get("subsumed"):
+                continue
+            nodes[nid] = ENode(nid, op, kids, n["eclass"])
+            classes.setdefault(n["eclass"], []).append(nid)
+        view.nodes = nodes
+        view.classes = classes
+        view.dtype_of = {t: view.literal(c) for t, c in dtype_class.items() if c in classes}
+        for nid, n in nodes.items():
+            for c in set(n.children):
+                view.parents.setdefault(c, []).append(nid)
+        return view
+
+    def literal(self, cid: str) -> Any:
+        """Value of a primitive class (i64, f64, String, bool)."""
+        (nid,) = self.classes[cid][:1]
+        op = self.nodes[nid].op
+        t = self.class_type.get(cid, "")
+        if t == "i64":
+            return int(op)
+        if t == "f64":
+            return float(op)
+        if t == "bool":
+            return op == "true"
+        if t == "String":
+            return _unquote(op)
+        raise KeyError(f"class {cid} ({t}) is not a primitive")
+
+    def is_primitive(self, cid: str) -> bool:
+        return self.class_type.get(cid, "") in ("i64", "f64", "String", "bool")
+
+
+def _unquote(s: str) -> str:
+    if len(s) >= 2 and s[0] == s[-1] == '"':
+        return s[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    return s
+
+
+def dim_value(view: EGraphView, choice: dict[str, str], cid: str) -> Any:
+    """Decode a Dim class (using the extractor's choice) into an int or sympy expr."""
+    n = view.nodes[choice[cid]]
+    if n.op == "Num":
+        return view.literal(n.children[0])
+    if n.op == "Sym":
+        return sympy.Symbol(view.literal(n.children[0]), integer=True)
+    a, b = (dim_value(view, choice, c) for c in n.children)
+    sa, sb = sympy.sympify(a), sympy.sympify(b)
+    out = {
+        "DAdd": lambda: sa + sb,
+        "DSub": lambda: sa - sb,
+        "DMul": lambda: sa * sb,
+        "DDiv": lambda: sympy.floor(sa / sb),
+        "DMod": lambda: sympy.Mod(sa, sb),
+        "DMin": lambda: sympy.Min(sa, sb),
+        "DMax": lambda: sympy.Max(sa, sb),
+    }[n.op]()
+    return int(out) if out.is_Integer else out
+
+
+def list_value(view: EGraphView, choice: dict[str, str], cid: str, item) -> tuple:
+    out = []
+    while True:
+        n = view.nodes[choice[cid]]
+        if n.op in ("DNil", "INil", "TNil"):
+            return tuple(out)
+        out.append(item(n.children[0]))
+        cid = n.children[1]

@@ -1,0 +1,233 @@
+"""The egglog session: load .egg sources, add a program's terms, saturate phase by
+phase under a budget, and serialize for extraction.
+
+egglog 13.2 has no node or time limit of its own, so each phase is stepped one
+iteration at a time from here and the budget is checked in between; hitting a limit
+is normal and reported as a typed ``StopReason``. Every egglog failure (including Rust
+panics, which are ``BaseException``s) becomes a ``RuleError`` naming file, line and rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+os.environ.setdefault("RUST_BACKTRACE", "0")
+
+from egglog import bindings  # noqa: E402
+
+
+class RuleError(ValueError):
+    """A problem in a rule pack or in running it: leads with ``file:line``."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One .egg text with the path it came from (for error locations)."""
+
+    path: str
+    text: str
+
+
+@dataclass
+class Budget:
+    """Limits for one saturation. Per phase: ``iterations``; overall: ``nodes`` and ``seconds``.
+
+    ``match_limit``/``ban_length`` configure egglog's back-off scheduler, which throttles
+    explosive rules (associativity, commutativity) instead of letting them run away.
+    """
+
+    iterations: int = 12
+    nodes: int = 100_000
+    seconds: float = 10.0
+    match_limit: int = 2_000
+    ban_length: int = 4
+
+
+@dataclass(frozen=True)
+class StopReason:
+    kind: str  # saturated | iterations | nodes | time
+    limit: Any = None
+
+    def __str__(self) -> str:
+        return self.kind if self.limit is None else f"{self.kind} (limit {self.limit})"
+
+
+@dataclass
+class PhaseReport:
+    phase: str
+    iterations: int = 0
+    stop: StopReason = StopReason("saturated")
+    matches: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    nodes: int = 0
+
+
+@dataclass
+class SaturationReport:
+    phases: list[PhaseReport] = field(default_factory=list)
+    seconds: float = 0.0
+    nodes: int = 0
+
+    @property
+    def matches(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for p in self.phases:
+            for k, v in p.matches.items():
+                out[k] = out.get(k, 0) + v
+        return out
+
+    @property
+    def hit_limit(self) -> list[str]:
+        return [f"{p.phase}: {p.stop}" for p in self.phases if p.stop.kind != "saturated"]
+
+    def table(self) -> str:
+        rows = [f"{'phase':<14} {'iters':>5} {'stop':<22} {'ms':>8} {'nodes':>8}"]
+        for p in self.phases:
+            rows.append(f"{p.phase:<14} {p.iterations:>5} {str(p.stop):<22} {p.seconds * 1e3:>8.1f} {p.nodes:>8}")
+        return "\n".join(rows)
+
+
+_LOC = re.compile(r"^In (\d+):(\d+)-(\d+) of ([^:]+): (.*)$", re.S)
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _rule_name_at(text: str, line: int) -> str | None:
+    """The :name of the top-level form that covers ``line`` (for error messages)."""
+    lines = text.splitlines()
+    # walk back to the start of the form, then forward to its :name
+    start = line - 1
+    while start > 0 and not lines[start].startswith("("):
+        start -= 1
+    chunk = "\n".join(lines[start:start + 12])
+    m = re.search(r':name\s+"([^"]+)"', chunk)
+    return m.group(1) if m else None
+
+
+def describe_egglog_error(err: BaseException, sources: Sequence[Source], default: str = "<egglog>") -> str:
+    """Turn an egglog error into ``path:line: rule NAME: message``."""
+    msg = str(err).strip()
+    first = msg.split("\nthread ")[0].split("\nstack backtrace")[0].strip()
+    m = _LOC.match(first)
+    if m:
+        line, base, rest = int(m.group(1)), m.group(4), m.group(5)
+        src = next((s for s in sources if os.path.basename(s.path) == base), None)
+        path = src.path if src else base
+        rule = _rule_name_at(src.text, line) if src else None
+        where = f"{path}:{line}"
+        return f"{where}: {'rule ' + repr(rule) + ': ' if rule else ''}{rest.strip()}"
+    return f"{default}: {first}"
+
+
+class Session:
+    """One e-graph: the language, the rule packs, one program, and its saturation."""
+
+    def __init__(self, sources: Sequence[Source]) -> None:
+        self.egraph = bindings.EGraph()
+        self.sources = list(sources)
+        for src in self.sources:
+            self.load(src)
+
+    def load(self, src: Source) -> None:
+        try:
+            cmds = self.egraph.parse_program(src.text, filename=src.path)
+        except BaseException as e:  # noqa: BLE001 - egglog panics are BaseExceptions
+            raise RuleError(describe_egglog_error(e, [src], src.path)) from None
+        for cmd in cmds:
+            try:
+                self.egraph.run_program(cmd)
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
+                loc = _span_of(cmd)
+                text = describe_egglog_error(e, [src], src.path)
+                if loc is not None and not text.startswith(src.path + ":"):
+                    line = _line_of(src.text, loc)
+                    rule = _rule_name_at(src.text, line)
+                    text = f"{src.path}:{line}: {'rule ' + repr(rule) + ': ' if rule else ''}{text.split(': ', 1)[-1]}"
+                raise RuleError(text) from None
+
+    def run(self, commands: Sequence[str], what: str = "<program>") -> list:
+        """Run generated commands, one per parse (egglog's parse is quadratic in text size)."""
+        outs: list = []
+        for c in commands:
+            try:
+                outs.extend(self.egraph.run_program(*self.egraph.parse_program(c)))
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                    raise
+                raise RuleError(f"{what}: egglog rejected {c[:200]!r}: {str(e).splitlines()[0]}") from None
+        return outs
+
+    def size(self) -> int:
+        out = self.egraph.run_program(*self.egraph.parse_program("(print-size)"))
+        return sum(n for _, n in out[0].sizes)
+
+    def saturate(self, phases: Sequence[str], budget: Budget | None = None, analysis: str = "analysis") -> SaturationReport:
+        """Run each phase (a ruleset) to saturation or to the budget, analysis rules in between."""
+        budget = budget or Budget()
+        rep = SaturationReport()
+        t_start = time.perf_counter()
+        step = (f"(run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
+                f":ban-length {budget.ban_length})) (seq (saturate (run {analysis})) (run-with bo {{phase}})))")
+        self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis")
+        for phase in phases:
+            pr = PhaseReport(phase)
+            t0 = time.perf_counter()
+            stop = StopReason("iterations", budget.iterations)
+            for _ in range(budget.iterations):
+                out = self.run([step.format(phase=phase)], f"phase {phase}")
+                pr.iterations += 1
+                report = out[0].report
+                for k, v in report.num_matches_per_rule.items():
+                    pr.matches[k] = pr.matches.get(k, 0) + v
+                if not report.updated:
+                    stop = StopReason("saturated")
+                    break
+                nodes = self.size()
+                if nodes > budget.nodes:
+                    stop = StopReason("nodes", budget.nodes)
+                    break
+                if time.perf_counter() - t_start > budget.seconds:
+                    stop = StopReason("time", budget.seconds)
+                    break
+            pr.stop = stop
+            pr.seconds = time.perf_counter() - t0
+            pr.nodes = self.size()
+            rep.phases.append(pr)
+            if stop.kind in ("nodes", "time"):
+                break
+        self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis")
+        rep.seconds = time.perf_counter() - t_start
+        rep.nodes = self.size()
+        return rep
+
+    def serialize(self, lets: Sequence[str]) -> tuple[dict, list[str]]:
+        """The whole e-graph as egraph-serialize JSON, plus the class id of each let name."""
+        exprs = [bindings.Var(bindings.PanicSpan(), name) for name in lets]
+        try:
+            ser = self.egraph.serialize(exprs)
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise RuleError(f"serialize failed: {str(e).splitlines()[0]}") from None
+        data = json.loads(ser.to_json())
+        return data, list(data["root_eclasses"])
+
+
+def _span_of(cmd: Any) -> int | None:
+    for attr in ("rewrite", "rule", "span"):
+        obj = getattr(cmd, attr, None)
+        if obj is None:
+            continue
+        sp = obj if attr == "span" else getattr(obj, "span", None)
+        if sp is not None and hasattr(sp, "i"):
+            return sp.i
+    return None

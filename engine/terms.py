@@ -1,0 +1,218 @@
+"""Trace -> egglog terms (one small command per value, so parsing stays linear).
+
+Every Var becomes ``(let $name term)``; every tensor term is seeded with its shape and
+dtype so rule conditions can read them; outputs and write-backs become ``Root``s.
+Opaque fallback nodes carry only their tensor operands into the e-graph: the rest of
+their call (op, literal args, output types) stays in a side table keyed by a string.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+
+from .ir import IRError, Trace, TensorType, Var
+from .vocab import OPS, is_opaque
+
+
+class Slot:
+    """Placeholder for the i-th tensor operand of an opaque call."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int) -> None:
+        self.i = i
+
+    def __repr__(self) -> str:
+        return f"Slot({self.i})"
+
+
+@dataclass
+class OpaqueCall:
+    op: str
+    args: Any
+    kwargs: Any
+    out_types: list
+
+
+@dataclass
+class Encoding:
+    commands: list[str]
+    var_let: dict[int, str]  # id(Var) -> let name
+    roots: list[str]  # root let names, outputs first then write-backs
+    opaque: dict[str, OpaqueCall] = field(default_factory=dict)
+
+
+def fmt_float(f: float) -> str:
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "inf" if f > 0 else "-inf"
+    r = repr(float(f))
+    return r if ("." in r or "e" in r or "inf" in r) else r + ".0"
+
+
+def dim_term(e: Any) -> str:
+    """sympy extent -> Dim term."""
+    if isinstance(e, bool):
+        raise IRError(f"bool {e} used as an extent")
+    if isinstance(e, int):
+        return f"(Num {e})"
+    if isinstance(e, sympy.Integer):
+        return f"(Num {int(e)})"
+    if isinstance(e, sympy.Symbol):
+        return f'(Sym "{e.name}")'
+    if isinstance(e, sympy.Add):
+        pos = [a for a in e.args if not _negative(a)]
+        neg = [-a for a in e.args if _negative(a)]
+        acc = dim_term(pos[0]) if pos else "(Num 0)"
+        for a in pos[1:]:
+            acc = f"(DAdd {acc} {dim_term(a)})"
+        for a in neg:
+            acc = f"(DSub {acc} {dim_term(a)})"
+        return acc
+    if isinstance(e, sympy.Mul):
+        args = list(e.args)
+        acc = dim_term(args[0])
+        for a in args[1:]:
+            acc = f"(DMul {acc} {dim_term(a)})"
+        return acc
+    name = type(e).__name__
+    if name in ("FloorDiv",) or isinstance(e, sympy.floor) and isinstance(e.args[0], sympy.Mul):
+        a, b = e.args if name == "FloorDiv" else _floor_parts(e)
+        return f"(DDiv {dim_term(a)} {dim_term(b)})"
+    if name in ("Mod", "PythonMod"):
+        return f"(DMod {dim_term(e.args[0])} {dim_term(e.args[1])})"
+    if isinstance(e, (sympy.Min, sympy.Max)):
+        tag = "DMin" if isinstance(e, sympy.Min) else "DMax"
+        args = list(e.args)
+        acc = dim_term(args[0])
+        for a in args[1:]:
+            acc = f"({tag} {acc} {dim_term(a)})"
+        return acc
+    raise IRError(f"extent {e} ({name}) has no e-graph form")
+
+
+def _negative(a: sympy.Expr) -> bool:
+    return a.could_extract_minus_sign()
+
+
+def _floor_parts(e: sympy.Expr) -> tuple:
+    num, den = sympy.fraction(e.args[0])
+    return num, den
+
+
+def dl_term(shape: tuple) -> str:
+    acc = "(DNil)"
+    for e in reversed(shape):
+        acc = f"(DCons {dim_term(e)} {acc})"
+    return acc
+
+
+def il_term(xs: tuple) -> str:
+    acc = "(INil)"
+    for x in reversed(tuple(xs)):
+        acc = f"(ICons {int(x)} {acc})"
+    return acc
+
+
+def egg_string(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class Encoder:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.cmds: list[str] = []
+        self.let: dict[int, str] = {}
+        self.opaque: dict[str, OpaqueCall] = {}
+
+    def operand(self, a: Any) -> str:
+        if isinstance(a, Var):
+            return self.let[id(a)]
+        if isinstance(a, bool):
+            return f"(CBool {'true' if a else 'false'})"
+        if isinstance(a, int):
+            return f"(CInt {a})"
+        if isinstance(a, float):
+            return f"(CFloat {fmt_float(a)})"
+        if isinstance(a, sympy.Expr):
+            if a.is_Integer:
+                return f"(CInt {int(a)})"
+            return f"(CDim {dim_term(a)})"
+        raise IRError(f"operand {a!r} has no e-graph form")
+
+    def arg(self, kind: str, a: Any) -> str:
+        if kind in ("T", "f"):
+            return self.operand(a)
+        if kind == "i":
+            return str(int(a))
+        if kind == "ints":
+            return il_term(a)
+        if kind == "shape":
+            return dl_term(a)
+        if kind == "x":
+            return dim_term(a)
+        if kind == "dtype":
+            return egg_string(a)
+        if kind == "Ts":
+            acc = "(TNil)"
+            for t in reversed(a):
+                acc = f"(TCons {self.operand(t)} {acc})"
+            return acc
+        raise IRError(f"unknown argument kind {kind}")
+
+    def define(self, v: Var, term: str) -> None:
+        name = f"${v.name}"
+        self.let[id(v)] = name
+        self.cmds.append(f"(let {name} {term})")
+        if isinstance(v.type, TensorType):
+            self.cmds.append(f"(union (shape {name}) {dl_term(v.type.shape)})")
+            self.cmds.append(f"(set (dtype {name}) {egg_string(v.type.dtype)})")
+
+    def run(self) -> Encoding:
+        tr = self.trace
+        for v in tr.inputs:
+            self.define(v, f"(Input {egg_string(v.name)})")
+        for k, n in enumerate(tr.nodes):
+            if is_opaque(n.op):
+                key = f"k{k}"
+                slots: list[Var] = []
+
+                def tmpl(a: Any) -> Any:
+                    if isinstance(a, Var):
+                        slots.append(a)
+                        return Slot(len(slots) - 1)
+                    if isinstance(a, (tuple, list)):
+                        return type(a)(tmpl(x) for x in a)
+                    return a
+
+                args = tmpl(n.args)
+                kwargs = {kk: tmpl(vv) for kk, vv in n.kwargs.items()}
+                self.opaque[key] = OpaqueCall(n.op, args, kwargs, [o.type for o in n.outs])
+                tl = self.arg("Ts", slots)
+                call = f"(Opaque {egg_string(key)} {tl})"
+                for i, o in enumerate(n.outs):
+                    self.define(o, f"(Proj {call} {i})")
+                continue
+            spec = OPS[n.op]
+            parts = [self.arg(kind, a) for kind, a in zip(spec.sig, n.args)]
+            self.define(n.out, f"({spec.egg} {' '.join(parts)})")
+        roots: list[str] = []
+        for i, o in enumerate(tr.outputs):
+            if isinstance(o, Var):
+                r = f"$__out{i}"
+                self.cmds.append(f"(let {r} (Out {i} {self.let[id(o)]}))")
+                roots.append(r)
+        for buf, val in tr.writebacks:
+            r = f"$__wb_{buf.name}"
+            self.cmds.append(f"(let {r} (WriteBack {egg_string(buf.name)} {self.let[id(val)]}))")
+            roots.append(r)
+        return Encoding(self.cmds, self.let, roots, self.opaque)
+
+
+def encode(trace: Trace) -> Encoding:
+    return Encoder(trace).run()
