@@ -1,0 +1,168 @@
+"""Rule packs: discovery, metadata and validation of ``.egg`` files.
+
+A pack is one ``.egg`` file. It declares its rulesets at the top, and every rule in it
+carries ``:ruleset`` and ``:name "pack/what-it-does"``. ``lang.egg`` (the term language)
+is loaded first and holds no rewrite rules of its own beyond the analysis. A pack is
+validated before egglog sees it (egglog panics on duplicate names and unknown
+rulesets), then type-checked by loading it into a scratch e-graph; every problem is
+reported as ``path:line: rule NAME: message``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from satfuse.engine.session import RuleError, Session, Source
+
+#: the order in which phases run (a phase is a ruleset); unknown user rulesets run after these
+PHASES = ["functionalize", "extents", "algebra", "gather"]
+ANALYSIS = "analysis"
+_RULE_FORMS = ("rewrite", "birewrite", "rule")
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    name: str
+    pack: str
+    ruleset: str
+    path: str
+    line: int
+    kind: str
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass
+class Catalogue:
+    """Everything saturation needs: sources in load order, phases, and rule metadata."""
+
+    sources: list[Source]
+    rules: list[RuleInfo] = field(default_factory=list)
+    rulesets: list[str] = field(default_factory=list)
+
+    @property
+    def phases(self) -> list[str]:
+        known = [p for p in PHASES if p in self.rulesets]
+        return known + [r for r in self.rulesets if r not in PHASES and r != ANALYSIS]
+
+    def rule(self, name: str) -> RuleInfo | None:
+        base = name[:-2] if name.endswith(("=>", "<=")) else name
+        return next((r for r in self.rules if r.name == base), None)
+
+
+def builtin_dir() -> Path:
+    return Path(str(resources.files("satfuse.rules")))
+
+
+def top_level_forms(text: str) -> Iterable[tuple[int, int, str]]:
+    """(line, offset, form text) for each top-level s-expression; comments and strings respected."""
+    depth, start, i, n = 0, -1, 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == ";":
+            while i < n and text[i] != "\n":
+                i += 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                yield text.count("\n", 0, start) + 1, start, text[start:i + 1]
+            if depth < 0:
+                raise RuleError(f"line {text.count(chr(10), 0, i) + 1}: unbalanced ')'")
+        i += 1
+    if depth > 0:
+        raise RuleError(f"line {text.count(chr(10), 0, start) + 1}: unclosed '(' (missing {depth} ')')")
+
+
+def scan_pack(path: str, text: str, known_rulesets: set[str]) -> tuple[list[RuleInfo], list[str]]:
+    """Rules and rulesets declared in a pack, validated without egglog."""
+    pack = Path(path).stem
+    rules: list[RuleInfo] = []
+    rulesets: list[str] = []
+    try:
+        forms = list(top_level_forms(text))
+    except RuleError as e:
+        raise RuleError(f"{path}:{str(e)[5:]}") from None
+    for line, _, form in forms:
+        head = re.match(r"\(\s*([\w\-]+)", form)
+        kind = head.group(1) if head else ""
+        if kind == "ruleset":
+            rs = form.split()[1].rstrip(")")
+            rulesets.append(rs)
+            continue
+        if kind not in _RULE_FORMS:
+            continue
+        m_name = re.search(r':name\s+"([^"]*)"', form)
+        m_rs = re.search(r":ruleset\s+([\w\-]+)", form)
+        if not m_name:
+            raise RuleError(f"{path}:{line}: a {kind} without :name; name it \"{pack}/what-it-does\"")
+        name = m_name.group(1)
+        if not m_rs:
+            raise RuleError(f"{path}:{line}: rule {name!r}: no :ruleset (declare one with (ruleset NAME) and tag the rule)")
+        rs = m_rs.group(1)
+        if rs not in rulesets and rs not in known_rulesets:
+            raise RuleError(f"{path}:{line}: rule {name!r}: unknown ruleset {rs!r}; declare (ruleset {rs}) at the top")
+        if "/" not in name:
+            raise RuleError(f"{path}:{line}: rule {name!r}: names are \"pack/what-it-does\"")
+        rules.append(RuleInfo(name, pack, rs, path, line, kind, form))
+    return rules, rulesets
+
+
+def discover(dirs: Sequence[str | Path] = (), include_builtin: bool = True) -> list[Path]:
+    files: list[Path] = []
+    if include_builtin:
+        files += sorted(p for p in builtin_dir().glob("*.egg") if p.name != "lang.egg")
+    for d in dirs:
+        p = Path(d)
+        if p.is_file():
+            files.append(p)
+        elif p.is_dir():
+            files += sorted(p.glob("*.egg"))
+        else:
+            raise RuleError(f"{p}: no such rule file or folder")
+    return files
+
+
+def load_catalogue(dirs: Sequence[str | Path] = (), include_builtin: bool = True, check: bool = True) -> Catalogue:
+    """Discover, validate and (with ``check``) type-check the rule packs."""
+    lang_path = builtin_dir() / "lang.egg"
+    lang = Source(str(lang_path), lang_path.read_text())
+    _, lang_rulesets = scan_pack(lang.path, lang.text, set())
+    cat = Catalogue([lang], rulesets=list(lang_rulesets))
+    seen: dict[str, RuleInfo] = {}
+    for f in discover(dirs, include_builtin):
+        text = f.read_text()
+        rules, rulesets = scan_pack(str(f), text, set(cat.rulesets))
+        for rs in rulesets:
+            if rs not in cat.rulesets:
+                cat.rulesets.append(rs)
+        for r in rules:
+            if r.name in seen:
+                raise RuleError(f"{r.where}: rule {r.name!r} is already defined at {seen[r.name].where}")
+            seen[r.name] = r
+        cat.rules += rules
+        cat.sources.append(Source(str(f), text))
+    if check:
+        Session(cat.sources)  # type errors, unknown constructors: RuleError with file:line
+    return cat
+
+
+@lru_cache(maxsize=8)
+def builtin_catalogue() -> Catalogue:
+    return load_catalogue()
