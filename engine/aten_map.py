@@ -69,7 +69,6 @@ class Builder:
 
     def view(self, v: Var) -> Any:
         """The result is a view: reading it is fine, mutating through it is refused."""
-        from .capture import Ref
 
         return self.c.new_ref(v, view=True)
 

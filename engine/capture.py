@@ -26,8 +26,8 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
 from .aten_map import ATEN_MAP, Builder
-from .ir import IRError, Namespace, Node, ScalarType, Trace, TensorType, Var, as_extent, dtype_name
-from .vocab import OPS, infer
+from .ir import IRError, Namespace, Node, ScalarType, TensorType, Trace, Var, as_extent, dtype_name
+from .vocab import infer
 
 aten = torch.ops.aten
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .egraph import EGraphView, dim_value, list_value
-from .ir import IRError, Namespace, Node, Trace, TensorType, Var
+from .ir import IRError, Namespace, Node, TensorType, Trace, Var
 from .terms import Encoding, Slot
 from .vocab import OPS, infer
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import sympy
 
@@ -299,4 +298,4 @@ def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: 
     return Extraction(choice, dag_cost(view, roots, choice, cost), tree_cost(view, roots, choice, cost), secs, method, note)
 
 
-_ = Callable
+

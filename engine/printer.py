@@ -16,7 +16,7 @@ from typing import Any
 import sympy
 import torch
 
-from .ir import Extent, IRError, Node, ScalarType, Trace, TensorType, Type, Var, as_extent, fmt_extent
+from .ir import Extent, IRError, Node, ScalarType, TensorType, Trace, Type, Var, as_extent
 from .vocab import OPS, infer, is_opaque
 
 
@@ -124,7 +124,7 @@ def _split_top(s: str) -> list[str]:
             out.append(cur)
             cur = ""
             continue
-        depth += c in "([" 
+        depth += c in "(["
         depth -= c in ")]"
         cur += c
     out.append(cur)

@@ -14,7 +14,7 @@ from typing import Any
 
 import sympy
 
-from .ir import IRError, Trace, TensorType, Var
+from .ir import IRError, TensorType, Trace, Var
 from .vocab import OPS, is_opaque
 
 

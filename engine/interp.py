@@ -1,0 +1,66 @@
+"""Run a Trace with torch, op by op: the meaning of the IR.
+
+Used to check rewrites (an extracted program must equal the captured one) and as the
+body of fallback calls. Never mutates its inputs: write-backs are returned, not applied.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import sympy
+
+from .ir import IRError, ScalarType, TensorType, Trace, Var
+from .vocab import CREATION, IMPLS, is_opaque, resolve_opaque
+
+
+def bind_symbols(trace: Trace, inputs: Sequence[Any]) -> dict[sympy.Symbol, int]:
+    env: dict[sympy.Symbol, int] = {}
+    for v, x in zip(trace.inputs, inputs):
+        if isinstance(v.type, TensorType):
+            for e, n in zip(v.type.shape, x.shape):
+                if isinstance(e, sympy.Symbol):
+                    env.setdefault(e, int(n))
+        elif isinstance(v.type, ScalarType) and isinstance(v.type.value, sympy.Symbol):
+            env.setdefault(v.type.value, int(x))
+    return env
+
+
+def evaluate(a: Any, vals: dict[int, Any], env: dict) -> Any:
+    if isinstance(a, Var):
+        return vals[id(a)]
+    if isinstance(a, tuple):
+        return tuple(evaluate(x, vals, env) for x in a)
+    if isinstance(a, list):
+        return [evaluate(x, vals, env) for x in a]
+    if isinstance(a, sympy.Basic):
+        r = a.xreplace(env)
+        if not r.is_number:
+            raise IRError(f"unbound symbols in {a}")
+        return int(r) if r.is_integer else float(r)
+    return a
+
+
+def run_node(n: Any, vals: dict[int, Any], env: dict) -> list[Any]:
+    args = evaluate(n.args, vals, env)
+    kwargs = {k: evaluate(v, vals, env) for k, v in n.kwargs.items()}
+    if is_opaque(n.op):
+        out = resolve_opaque(n.op)(*args, **kwargs)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+    if n.op in CREATION:
+        kwargs["device"] = n.out.type.device
+    return [IMPLS[n.op](*args, **kwargs)]
+
+
+def run_trace(trace: Trace, inputs: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(outputs, {input name: final value}) for ``inputs``; inputs are not modified."""
+    env = bind_symbols(trace, inputs)
+    vals: dict[int, Any] = {id(v): x for v, x in zip(trace.inputs, inputs)}
+    for n in trace.nodes:
+        for o, r in zip(n.outs, run_node(n, vals, env)):
+            vals[id(o)] = r
+    outs = [evaluate(o, vals, env) if isinstance(o, (Var, sympy.Basic)) else o for o in trace.outputs]
+    return outs, {buf.name: vals[id(val)] for buf, val in trace.writebacks}
+
+
+

@@ -1,0 +1,70 @@
+"""``python -m satfuse``: demo, optimize/explain a program, check rule packs."""
+
+from __future__ import annotations
+
+import argparse
+import runpy
+import sys
+from pathlib import Path
+from typing import Sequence
+
+
+def _load_program(path: str):
+    """A FILE is either a printed Trace (``def computation(x: "f32[8, 16]"): ...``) or a
+    Python file defining ``program`` and ``example_inputs()``."""
+    from satfuse.engine import parse_trace
+
+    text = Path(path).read_text()
+    if "import" not in text and "def " in text and '"' in text.split("def ", 1)[1].split(")", 1)[0]:
+        return parse_trace(text), ()
+    ns = runpy.run_path(path)
+    if "program" not in ns or "example_inputs" not in ns:
+        raise SystemExit(f"{path}: define `program` and `example_inputs()` (or give a printed trace)")
+    return ns["program"], tuple(ns["example_inputs"]())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m satfuse", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    d = sub.add_parser("demo", help="optimize seed 002's cross-entropy and print the plan")
+    d.add_argument("--n", type=int, default=512, help="rows (default 512)")
+    d.add_argument("--c", type=int, default=32768, help="classes (default 32768)")
+    for name, what in (("optimize", "print the optimized plan"), ("explain", "print the plan's segment/rule table")):
+        o = sub.add_parser(name, help=f"{what} of FILE")
+        o.add_argument("file", help="a printed trace, or a .py file with `program` and `example_inputs()`")
+        o.add_argument("--target", default="nvfuser", choices=["nvfuser", "eager"], help="cost model (default nvfuser)")
+        o.add_argument("--rules", action="append", default=[], help="extra rule file or folder (repeatable)")
+        o.add_argument("--extractor", default="greedy-dag", choices=["greedy-dag", "ilp"], help="extraction method")
+        o.add_argument("--dynamic", action="store_true", help="make every input extent symbolic")
+    r = sub.add_parser("rules", help="rule-pack tools")
+    rsub = r.add_subparsers(dest="rcmd", required=True)
+    rc = rsub.add_parser("check", help="parse, type-check, coverage and soundness of rule packs")
+    rc.add_argument("rest", nargs=argparse.REMAINDER, help="rule files/folders and options (see `rules check -h`)")
+    rsub.add_parser("list", help="list the rules in the built-in packs")
+    args = p.parse_args(argv)
+
+    if args.cmd == "demo":
+        from satfuse.demo import main as demo
+
+        return demo(args.n, args.c)
+    if args.cmd in ("optimize", "explain"):
+        import satfuse
+
+        prog, inputs = _load_program(args.file)
+        plan = satfuse.optimize(prog, *inputs, target=args.target, rules=args.rules, extractor=args.extractor,
+                                dynamic=args.dynamic)
+        print(plan if args.cmd == "optimize" else plan.explain())
+        return 0
+    if args.cmd == "rules" and args.rcmd == "list":
+        from satfuse.rewrites import builtin_catalogue
+
+        for rule in builtin_catalogue().rules:
+            print(f"{rule.name:<40} {rule.ruleset:<14} {rule.where}")
+        return 0
+    from satfuse.rewrites.cli import main_rules_check
+
+    return main_rules_check(list(args.rest))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""``satfuse.optimize``: capture -> saturate -> extract -> lower, as one call."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from satfuse.engine import Captured, Trace, capture
+from satfuse.engine.optimize import EngineResult, optimize_trace
+from satfuse.engine.session import Budget
+from satfuse.lowering import lower
+from satfuse.rewrites import load_catalogue
+from satfuse.rewrites.packs import Catalogue, builtin_catalogue
+
+
+@dataclass
+class Options:
+    """Knobs of one optimization. ``rules``: extra rule files/folders; ``builtin_rules``:
+    include the shipped packs; ``target``: cost model ('nvfuser' or 'eager');
+    ``executor``: 'auto', 'reference' or 'nvfuser'."""
+
+    target: str = "nvfuser"
+    rules: Sequence[str | Path] = ()
+    builtin_rules: bool = True
+    phases: Sequence[str] | None = None
+    budget: Budget = field(default_factory=Budget)
+    extractor: str = "greedy-dag"
+    executor: str = "auto"
+    dynamic: bool | Sequence[int] = False
+
+    def catalogue(self) -> Catalogue:
+        if not self.rules and self.builtin_rules:
+            return builtin_catalogue()
+        return load_catalogue(self.rules, include_builtin=self.builtin_rules)
+
+
+class Plan:
+    """An optimized program: call it like the original function.
+
+    ``print(plan)`` shows the guard prologue, the fusion segments and the write-backs;
+    ``plan.explain()`` the segment table; ``plan.timings`` where the time went.
+    """
+
+    def __init__(self, lowered: Any, captured: Captured | None, engine: EngineResult | None,
+                 timings: dict[str, float]) -> None:
+        self.lowered = lowered
+        self.captured = captured
+        self.engine = engine
+        self.timings = timings
+
+    @property
+    def trace(self) -> Trace:
+        return self.lowered.trace
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.captured is None:
+            return self.lowered(*args)
+        cap = self.captured
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        if spec != cap.in_spec:
+            raise TypeError(f"plan was built for inputs structured as {cap.in_spec}, got {spec}")
+        for i, (got, want) in enumerate(zip(leaves, cap.leaves)):
+            if i not in cap.input_leaf_positions and not _same_constant(got, want):
+                raise ValueError(f"argument leaf {i} was the constant {want!r} at capture, got {got!r}")
+        flat = [leaves[i] for i in cap.input_leaf_positions]
+        outs = self.lowered(*flat)
+        if cap.out_spec is None:
+            return outs
+        return pytree.tree_unflatten(list(outs), cap.out_spec)
+
+    def __str__(self) -> str:
+        return str(self.lowered)
+
+    __repr__ = __str__
+
+    def explain(self) -> str:
+        parts = []
+        if hasattr(self.lowered, "explain"):
+            parts.append(self.lowered.explain())
+        if self.engine is not None:
+            parts.append(self.engine.saturation.table())
+            fired = {k: v for k, v in sorted(self.engine.saturation.matches.items()) if v and not k.startswith("lang/")}
+            if fired:
+                parts.append("rules that matched: " + ", ".join(f"{k} x{v}" for k, v in fired.items()))
+            if self.engine.saturation.hit_limit:
+                parts.append("budget reached: " + "; ".join(self.engine.saturation.hit_limit))
+        parts.append("timings (ms): " + ", ".join(f"{k}={v * 1e3:.1f}" for k, v in self.timings.items()))
+        return "\n\n".join(parts)
+
+
+def _same_constant(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    try:
+        return bool(a == b) and type(a) is type(b)
+    except Exception:  # noqa: BLE001 - unusual leaves compare by identity
+        return a is b
+
+
+def optimize(fn_or_trace: Callable | Trace, *example_inputs: Any, options: Options | None = None, **kw: Any) -> Plan:
+    """Optimize a function (captured on ``example_inputs``) or a Trace into a Plan.
+
+    Keyword arguments are fields of ``Options`` (target, rules, executor, dynamic, ...).
+    """
+    opts = options or Options(**kw)
+    timings: dict[str, float] = {}
+    captured: Captured | None = None
+    if isinstance(fn_or_trace, Trace):
+        trace, hints = fn_or_trace, {}
+    else:
+        captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic)
+        timings["capture"] = captured.seconds
+        trace, hints = captured.trace, captured.symbol_hints
+    cat = opts.catalogue()
+    phases = list(opts.phases) if opts.phases is not None else cat.phases
+    engine = optimize_trace(trace, cat.sources, phases, target=opts.target, hints=hints, budget=opts.budget,
+                            extractor=opts.extractor)
+    timings.update({k: v for k, v in engine.timings.items()})
+    t0 = time.perf_counter()
+    lowered = lower(engine.trace, hints=hints, executor=opts.executor)
+    timings["lower"] = time.perf_counter() - t0
+    return Plan(lowered, captured, engine, timings)
