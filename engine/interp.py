@@ -34,7 +34,7 @@ def evaluate(a: Any, vals: dict[int, Any], env: dict) -> Any:
     if isinstance(a, list):
         return [evaluate(x, vals, env) for x in a]
     if isinstance(a, sympy.Basic):
-        r = a.xreplace(env)
+        r = a.xreplace({k: sympy.Integer(v) for k, v in env.items()})
         if not r.is_number:
             raise IRError(f"unbound symbols in {a}")
         return int(r) if r.is_integer else float(r)

@@ -4,9 +4,20 @@
 ``rules/*.egg``, extracts the plan that moves the fewest bytes on the target, and
 lowers it to guarded nvFuser segments (run on real nvFuser when available, else by
 the reference executor).
+
+Names are imported lazily so that ``import satfuse.engine`` (or the torch.compile
+entry point) does not pull in the whole pipeline.
 """
 
-from satfuse.api import Options, Plan, optimize
+from typing import Any
 
-__all__ = ["Options", "Plan", "optimize"]
 __version__ = "0.1.0"
+__all__ = ["Options", "Plan", "optimize"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("Options", "Plan", "optimize"):
+        from satfuse import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'satfuse' has no attribute {name!r}")
