@@ -1,0 +1,288 @@
+"""Extraction: tiny hand-made e-graphs, random e-graph fuzz, and the ILP fallback.
+
+The tiny cases are serialized e-graphs in egglog's egraph-serialize JSON format
+(``nodes`` with ``op``/``children`` (node ids)/``eclass``/``cost``, ``root_eclasses``,
+``class_data``), read through ``EGraphView.from_json`` exactly as the engine reads
+egglog's output. Each case says in its comment what it exercises. Costs come from
+the ``cost`` field of each node.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from satfuse.engine.egraph import EGraphView
+from satfuse.engine.extract import (
+    EPS,
+    EXTRACTORS,
+    ExtractionError,
+    check,
+    dag_cost,
+    extract,
+    find_cycle,
+    greedy_dag,
+    ilp,
+    reachable,
+    tree_cost,
+)
+
+pytest.importorskip("scipy")
+
+
+# --------------------------------------------------------------------------- building serialized e-graphs
+
+
+def serialized(classes: dict[str, list[tuple[str, list[str], float]]], roots: list[str]) -> dict:
+    """egraph-serialize JSON for ``{class: [(op, [child classes], cost), ...]}``.
+
+    Node ids are ``<class>.<k>``; a child is referred to by the first node of its class
+    (egglog's serializer also names one node of the child class)."""
+    nodes = {}
+    for cid, ns in classes.items():
+        for k, (op, kids, cost) in enumerate(ns):
+            nodes[f"{cid}.{k}"] = {"op": op, "children": [f"{c}.0" for c in kids], "eclass": cid, "cost": cost,
+                                   "subsumed": False}
+    return {"nodes": nodes, "root_eclasses": list(roots), "class_data": {c: {"type": "T"} for c in classes}}
+
+
+def load(classes: dict, roots: list[str]) -> tuple[EGraphView, list[str], dict[str, float]]:
+    data = serialized(classes, roots)
+    view = EGraphView.from_json(data)
+    cost = {nid: float(n["cost"]) for nid, n in data["nodes"].items()}
+    return view, list(data["root_eclasses"]), cost
+
+
+def ops(view: EGraphView, roots: list[str], choice: dict[str, str]) -> dict[str, str]:
+    """class -> chosen op, for the classes the program uses."""
+    return {c: view.nodes[choice[c]].op for c in reachable(view, roots, choice)}
+
+
+def both(view, roots, cost):
+    """(greedy choice, ILP choice), both checked."""
+    g = greedy_dag(view, roots, cost)
+    check(view, roots, g)
+    i, note = ilp(view, roots, cost, timeout=10)
+    assert note == "optimal", note
+    check(view, roots, i)
+    return g, i
+
+
+# --------------------------------------------------------------------------- tiny hand-made cases
+
+
+def test_self_loop_is_never_chosen():
+    # Exercises: a class whose cheapest node refers to its own class (A = f(A), cost 0,
+    # like x = x * 1 after a rewrite); the only acyclic choice is the expensive leaf.
+    view, roots, cost = load({
+        "R": [("g", ["A"], 1)],
+        "A": [("f", ["A"], 0), ("leaf", [], 10)],
+    }, ["R"])
+    for choice in both(view, roots, cost):
+        assert ops(view, roots, choice) == {"R": "g", "A": "leaf"}
+        assert find_cycle(view, roots, choice) is None
+        assert dag_cost(view, roots, choice, cost) == 11
+
+
+def test_cycle_through_another_class():
+    # Exercises: a two-class cycle A -> B -> A where both cheap nodes point at each other
+    # (A = f(B), B = g(A), cost 1 each); the best acyclic program breaks the cycle at the
+    # cheaper leaf: A = f(B), B = bleaf (1 + 50) beats A = aleaf (100).
+    view, roots, cost = load({
+        "A": [("f", ["B"], 1), ("aleaf", [], 100)],
+        "B": [("g", ["A"], 1), ("bleaf", [], 50)],
+    }, ["A"])
+    for choice in both(view, roots, cost):
+        assert ops(view, roots, choice) == {"A": "f", "B": "bleaf"}
+        assert dag_cost(view, roots, choice, cost) == 51
+
+
+def test_cycle_through_three_classes_with_root_inside():
+    # Exercises: a three-class cycle R -> A -> B -> R with the root on the cycle and
+    # zero-cost cycle edges (a tree-cost fixpoint would happily close the loop).
+    view, roots, cost = load({
+        "R": [("r", ["A"], 0), ("rleaf", [], 30)],
+        "A": [("a", ["B"], 0), ("aleaf", [], 20)],
+        "B": [("b", ["R"], 0), ("bleaf", [], 10)],
+    }, ["R"])
+    for choice in both(view, roots, cost):
+        assert find_cycle(view, roots, choice) is None
+        assert ops(view, roots, choice) == {"R": "r", "A": "a", "B": "bleaf"}
+
+
+def test_check_rejects_a_cyclic_choice():
+    # Exercises: the validator itself: a hand-written cyclic choice must be refused, as
+    # must a choice that is not closed or picks a node of another class.
+    view, roots, cost = load({
+        "A": [("f", ["B"], 1), ("aleaf", [], 100)],
+        "B": [("g", ["A"], 1), ("bleaf", [], 50)],
+    }, ["A"])
+    with pytest.raises(ExtractionError, match="cycle"):
+        check(view, roots, {"A": "A.0", "B": "B.0"})
+    with pytest.raises(ExtractionError, match="no choice"):
+        check(view, roots, {"A": "A.0"})
+    with pytest.raises(ExtractionError, match="belongs to"):
+        check(view, roots, {"A": "B.1"})
+    check(view, roots, {"A": "A.0", "B": "B.1"})
+
+
+def test_no_acyclic_term_is_an_error():
+    # Exercises: a root whose only node is a self-loop has no program at all: both
+    # extractors must say so rather than return a cycle.
+    view, roots, cost = load({"A": [("f", ["A"], 1)]}, ["A"])
+    with pytest.raises(ExtractionError, match="no finite-cost acyclic term"):
+        greedy_dag(view, roots, cost)
+    with pytest.raises(ExtractionError):
+        ilp(view, roots, cost)
+
+
+def test_shared_class_is_paid_once():
+    # Exercises: a shared DAG. R = f(S, T) with S = g(A), T = k(A) sharing A (cost 10),
+    # versus an unshared R = h(U) with U cost 15. Tree cost: f-branch 1+11+11 = 23 > 16,
+    # so a tree extractor picks h; DAG cost: 1+1+1+10 = 13 < 16, so greedy-dag (which
+    # pays A once) picks f, and its tree cost (23) differs from its DAG cost (13).
+    view, roots, cost = load({
+        "R": [("f", ["S", "T"], 1), ("h", ["U"], 1)],
+        "S": [("g", ["A"], 1)],
+        "T": [("k", ["A"], 1)],
+        "A": [("a", [], 10)],
+        "U": [("u", [], 15)],
+    }, ["R"])
+    for choice in both(view, roots, cost):
+        assert ops(view, roots, choice)["R"] == "f"
+        assert dag_cost(view, roots, choice, cost) == 13
+        assert tree_cost(view, roots, choice, cost) == 23
+    unshared = {"R": "R.1", "U": "U.0"}
+    assert dag_cost(view, roots, unshared, cost) == tree_cost(view, roots, unshared, cost) == 16
+
+
+def test_same_child_twice_counts_once():
+    # Exercises: one node using the same class twice (x * x): DAG cost counts x once,
+    # tree cost twice.
+    view, roots, cost = load({"R": [("mul", ["X", "X"], 1)], "X": [("x", [], 7)]}, ["R"])
+    g, _ = both(view, roots, cost)
+    assert dag_cost(view, roots, g, cost) == 8
+    assert tree_cost(view, roots, g, cost) == 15
+
+
+def test_ilp_beats_greedy_when_sharing_is_not_local():
+    # Exercises: greedy's blind spot. R = f(X, Y); X and Y can each either be a leaf
+    # (cost 5) or reuse a common A (cost 7) through a cost-1 node. Per class the leaf
+    # looks cheaper (5 < 8), so greedy pays 1+5+5 = 11; sharing A costs 1+1+1+7 = 10.
+    view, roots, cost = load({
+        "R": [("f", ["X", "Y"], 1)],
+        "X": [("p", ["A"], 1), ("xleaf", [], 5)],
+        "Y": [("q", ["A"], 1), ("yleaf", [], 5)],
+        "A": [("a", [], 7)],
+    }, ["R"])
+    g, i = both(view, roots, cost)
+    assert dag_cost(view, roots, g, cost) == 11
+    assert dag_cost(view, roots, i, cost) == 10
+    assert ops(view, roots, i) == {"R": "f", "X": "p", "Y": "q", "A": "a"}
+    ex = extract(view, roots, cost, method="ilp")
+    assert ex.dag_cost == 10 and ex.note == "optimal"
+
+
+def test_several_roots_share_their_classes():
+    # Exercises: two roots (an output and a write-back) using one expensive class: it
+    # is paid once across roots.
+    view, roots, cost = load({
+        "O": [("Out", ["V"], 0)],
+        "W": [("WriteBack", ["V"], 0)],
+        "V": [("v", [], 9)],
+    }, ["O", "W"])
+    for choice in both(view, roots, cost):
+        assert dag_cost(view, roots, choice, cost) == 9
+
+
+def test_unknown_extractor_is_named():
+    view, roots, cost = load({"A": [("a", [], 1)]}, ["A"])
+    with pytest.raises(ExtractionError, match="unknown extractor 'tree'.*greedy-dag"):
+        extract(view, roots, cost, method="tree")
+    assert {"greedy-dag", "ilp"} <= set(EXTRACTORS)
+    assert all({"optimal_for", "bench"} <= set(m) for m in EXTRACTORS.values())
+
+
+def test_analysis_and_subsumed_rows_are_not_choices():
+    # Exercises: the JSON side: analysis rows (shape/ext/...) and subsumed nodes must not
+    # be offered to the extractor.
+    data = serialized({"A": [("a", [], 1), ("b", [], 0)], "S": [("DNil", [], 1)]}, ["A"])
+    data["nodes"]["A.1"]["subsumed"] = True
+    data["nodes"]["S.1"] = {"op": "shape", "children": ["A.0"], "eclass": "S", "cost": 1.0, "subsumed": False}
+    view = EGraphView.from_json(data)
+    assert view.classes["A"] == ["A.0"] and view.classes["S"] == ["S.0"]
+    assert view.shape_of == {"A": "S"}
+
+
+# --------------------------------------------------------------------------- random e-graph fuzz
+
+
+def random_egraph(seed: int, n_classes: int = 8, max_nodes: int = 3, max_kids: int = 3,
+                  back_edge: float = 0.35) -> tuple[EGraphView, list[str], dict[str, float]]:
+    """A random e-graph that always has an acyclic program, and usually has cycles too.
+
+    Class i's first node only uses classes < i (so an acyclic term exists); its other
+    nodes use any class with probability ``back_edge`` of pointing at a class >= i
+    (cycles, self-loops included). Costs are small integers, zeros included."""
+    rng = random.Random(seed)
+    classes: dict[str, list] = {}
+    for i in range(n_classes):
+        ns = []
+        for k in range(rng.randint(1, max_nodes)):
+            nk = rng.randint(0, max_kids) if i else 0
+            if k == 0:
+                kids = [f"c{rng.randrange(i)}" for _ in range(nk)] if i else []
+            else:
+                kids = [f"c{rng.randrange(i, n_classes) if rng.random() < back_edge or i == 0 else rng.randrange(i)}"
+                        for _ in range(nk)]
+            ns.append((f"op{k}", kids, float(rng.randint(0, 20))))
+        classes[f"c{i}"] = ns
+    roots = sorted({f"c{rng.randrange(n_classes // 2, n_classes)}" for _ in range(rng.randint(1, 3))})
+    return load(classes, roots)
+
+
+def brute_force(view: EGraphView, roots: list[str], cost: dict[str, float]) -> float:
+    """The exact minimum DAG cost over all acyclic choices (tiny graphs only)."""
+    cls = sorted(view.classes)
+    best = float("inf")
+    for combo in itertools.product(*(view.classes[c] for c in cls)):
+        choice = dict(zip(cls, combo))
+        if find_cycle(view, roots, choice) is None:
+            best = min(best, dag_cost(view, roots, choice, cost))
+    return best
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_fuzz_ilp_is_exact_and_never_beaten(seed):
+    view, roots, cost = random_egraph(seed, n_classes=6)
+    g, i = both(view, roots, cost)
+    gc, ic = dag_cost(view, roots, g, cost), dag_cost(view, roots, i, cost)
+    assert ic <= gc + EPS, f"greedy ({gc}) beat ILP ({ic})"
+    assert ic == pytest.approx(brute_force(view, roots, cost))
+    assert dag_cost(view, roots, g, cost) <= tree_cost(view, roots, g, cost) + EPS
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_fuzz_larger_graphs(seed):
+    view, roots, cost = random_egraph(1000 + seed, n_classes=60, max_nodes=4, back_edge=0.5)
+    g, i = both(view, roots, cost)
+    assert dag_cost(view, roots, i, cost) <= dag_cost(view, roots, g, cost) + EPS
+    for method in EXTRACTORS:
+        ex = extract(view, roots, cost, method=method)
+        check(view, roots, ex.choice)
+        assert ex.dag_cost <= ex.tree_cost + EPS
+
+
+def test_ilp_timeout_falls_back_to_greedy_with_a_note():
+    # Exercises: the time limit. A graph big enough that HiGHS cannot even finish its
+    # presolve in a millisecond: the greedy answer comes back, and the note says why.
+    view, roots, cost = random_egraph(7, n_classes=3000, max_nodes=4, max_kids=3, back_edge=0.5)
+    greedy = greedy_dag(view, roots, cost)
+    choice, note = ilp(view, roots, cost, timeout=1e-3, warm=greedy)
+    assert "time" in note, note
+    check(view, roots, choice)
+    ex = extract(view, roots, cost, method="ilp", timeout=1e-3)
+    check(view, roots, ex.choice)
+    assert ex.note and ex.note != "optimal"
+    assert ex.dag_cost <= dag_cost(view, roots, greedy, cost) + EPS
