@@ -1,0 +1,539 @@
+"""Segment -> Python source of an nvFuser FusionDefinition.
+
+The mapping follows **nvFuser 0.2.36, module ``nvfuser_direct``** (``NVIDIA/Fuser``
+at 0.2.36+git7e04d26, ``python/python_direct/ops.cpp``; see ``notes/nvfuser.md``):
+
+- inputs: ``fd.define_tensor(shape=[-1 symbolic | 1 broadcast | static], contiguity=[True | None],
+  dtype=DataType.X)``, ``fd.define_scalar(dtype=DataType.X)`` for scalar inputs and for
+  symbolic extents that no input tensor carries (``fd.ops.size(t, i)`` when one does);
+- elementwise ops are positional-only; the IR follows torch's implicit broadcasting and
+  type promotion, nvFuser wants explicit ``broadcast_in_dim`` and promotes differently
+  (Python float -> Double, Half arithmetic -> Float), so operands are cast to the IR's
+  computation dtype and broadcast to the result shape, and Half/BFloat16/Bool results are
+  cast back to the IR dtype;
+- ``amax``/``amin`` -> ``max``/``min`` (reductions), ``sum(t, dims=, keepdim=, dtype=)``;
+- ``iota(length, dtype, dim, rank)`` -> ``iota(length, start, step, dtype=)`` + ``broadcast_in_dim``;
+- ``copy_(dst, src)`` -> ``cast`` + ``broadcast_in_dim`` (or ``set``) of ``src``;
+- outputs: ``fd.add_output(t)``; in-place write-backs: ``o = fd.ops.set(v)``,
+  ``fd.add_output(o, alias_input=buf)`` (the Thunder idiom).
+
+``emit_segment`` returns the source of ``def segN(fd): ...``, the runtime fusion inputs in
+definition order (Vars, then symbolic extents), and a map from generated line to IR node.
+The exact same text runs on the real frontend and on ``frontend_ref``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+import torch
+import torch.utils._sympy.functions as tsf
+from satfuse.engine.ir import DTYPES, INT_DTYPES, Extent, IRError, Node, ScalarType, TensorType, Var
+from satfuse.engine.vocab import BINARY, UNARY
+
+from .segments import Segment, data_inputs
+from .support import NVF_DTYPES, SUPPORT
+
+NVFUSER_VERSION = "0.2.36"
+
+PREDICATES = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "logical_not", "logical_and", "logical_or"}
+COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
+LOGICAL = {"logical_not", "logical_and", "logical_or", "isnan", "isinf"}
+
+
+class EmitError(IRError):
+    """A node the emitter cannot translate: names the segment and the node."""
+
+
+@dataclass
+class EmittedSegment:
+    name: str
+    source: str
+    inputs: list[Any]  # Var (tensor or scalar) or sympy extent, in fusion-input order
+    outputs: list[Var]  # plain outputs, in add_output order
+    aliases: list[tuple[Var, Var]]  # (buffer, value)
+    lineno_map: dict[int, Node] = field(default_factory=dict)  # 1-based line in source -> node
+
+    def node_at(self, lineno: int) -> Node | None:
+        return self.lineno_map.get(lineno)
+
+
+def dt(name: str) -> str:
+    try:
+        return f"DataType.{NVF_DTYPES[name]}"
+    except KeyError:
+        raise EmitError(f"dtype {name} has no nvFuser DataType") from None
+
+
+def num(v: Any) -> str:
+    if isinstance(v, bool):
+        return repr(v)
+    if isinstance(v, int):
+        return repr(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "float('nan')"
+        if math.isinf(v):
+            return "float('inf')" if v > 0 else "float('-inf')"
+        return repr(v)
+    if isinstance(v, sympy.Integer):
+        return str(int(v))
+    if isinstance(v, sympy.Float):
+        return num(float(v))
+    raise EmitError(f"not a number: {v!r}")
+
+
+def _meta(a: Any) -> Any:
+    if isinstance(a, Var):
+        if isinstance(a.type, TensorType):
+            return torch.empty((1,) * a.type.rank, dtype=DTYPES[a.type.dtype], device="meta")
+        return {"int": 1, "float": 1.0, "bool": True}[a.type.kind]
+    if isinstance(a, sympy.Expr):
+        return 1
+    return a
+
+
+def _promote(args: list[Any]) -> str:
+    """torch's result dtype of a binary op's operands (0-d tensors and Python numbers promote weakly)."""
+    metas = [_meta(a) for a in args]
+    if not isinstance(metas[0], torch.Tensor):
+        metas[0] = torch.tensor(metas[0], device="meta")
+    return _dtname(torch.result_type(metas[0], metas[1]) if len(metas) > 1 else metas[0].dtype)
+
+
+def _dtname(d: torch.dtype) -> str:
+    for k, v in DTYPES.items():
+        if v == d:
+            return k
+    raise EmitError(f"dtype {d}")
+
+
+class _Emitter:
+    def __init__(self, seg: Segment, sym_names: dict[sympy.Symbol, str] | None = None):
+        self.seg = seg
+        self.lines: list[tuple[str, Node | None]] = []
+        self.h: dict[int, str] = {}  # id(Var) -> handle
+        self.shape: dict[str, tuple[Extent, ...]] = {}
+        self.dtype: dict[str, str] = {}
+        self.bcast: dict[str, frozenset[int]] = {}
+        self.is_input: set[str] = set()
+        self.used: set[str] = {"fd", "DataType", "float", "int", "bool"}
+        for n in seg.nodes:
+            for v in n.inputs() + list(n.outs):
+                self.used.add(v.name)
+        for b, v in seg.aliases:
+            self.used |= {b.name, v.name}
+        self.extents: dict[Any, str] = {}  # sympy expr -> handle
+        self.extent_inputs: list[Any] = []
+        self.size_src: dict[Any, tuple[str, int]] = {}
+        self.sym_names = sym_names or {}
+        self.node: Node | None = None
+        self.counter = 0
+
+    # ------------------------------------------------------------ names and lines
+    def fresh(self, hint: str) -> str:
+        base = hint
+        while True:
+            self.counter += 1
+            cand = f"{base}_{self.counter}"
+            if cand not in self.used:
+                self.used.add(cand)
+                return cand
+
+    def line(self, text: str) -> None:
+        self.lines.append((text, self.node))
+
+    def new(self, name: str, expr: str, shape: tuple, dtype: str, bcast: frozenset[int] = frozenset()) -> str:
+        self.line(f"{name} = {expr}")
+        self.shape[name] = tuple(shape)
+        self.dtype[name] = dtype
+        self.bcast[name] = frozenset(bcast)
+        return name
+
+    # ------------------------------------------------------------ extents
+    def extent(self, e: Any) -> str:
+        """An extent (int, sympy expr, or int scalar Var) as a literal or a Val handle."""
+        if isinstance(e, Var):
+            return self.h[id(e)]
+        if isinstance(e, (int, sympy.Integer)):
+            return str(int(e))
+        if e in self.extents:
+            return self.extents[e]
+        if e in self.size_src:
+            t, d = self.size_src[e]
+            nm = self.fresh(f"{t}_size{d}")
+            self.line(f"{nm} = fd.ops.size({t}, {d})")
+        elif isinstance(e, sympy.Symbol):
+            nm = self._extent_input(e)
+        elif isinstance(e, sympy.Add):
+            terms = e.as_ordered_terms()
+            nm = self.extent(terms[0])
+            for t in terms[1:]:
+                c, _ = t.as_coeff_Mul()
+                acc = self.fresh("x")
+                if c < 0:
+                    self.line(f"{acc} = fd.ops.sub({nm}, {self.extent(-t)})")
+                else:
+                    self.line(f"{acc} = fd.ops.add({nm}, {self.extent(t)})")
+                nm = acc
+        elif isinstance(e, sympy.Mul) and sympy.fraction(e)[1] == 1:
+            fs = e.as_ordered_factors()
+            nm = self.extent(fs[0])
+            for f in fs[1:]:
+                acc = self.fresh("x")
+                self.line(f"{acc} = fd.ops.mul({nm}, {self.extent(f)})")
+                nm = acc
+        elif isinstance(e, (tsf.FloorDiv, tsf.CleanDiv)):
+            nm = self.fresh("x")
+            a, b = (self.extent(x) for x in e.args)
+            self.line(f"{nm} = fd.ops.div({a}, {b})")
+        elif isinstance(e, (sympy.Max, sympy.Min)) and len(e.args) == 2:
+            nm = self.fresh("x")
+            a, b = (self.extent(x) for x in e.args)
+            self.line(f"{nm} = fd.ops.{'maximum' if isinstance(e, sympy.Max) else 'minimum'}({a}, {b})")
+        else:  # anything else is computed by the plan and passed in
+            nm = self._extent_input(e)
+        self.extents[e] = nm
+        return nm
+
+    def _extent_input(self, e: Any) -> str:
+        base = self.sym_names.get(e, e.name) if isinstance(e, sympy.Symbol) else "extent"
+        nm = base if base not in self.used else self.fresh(base)
+        self.used.add(nm)
+        self.extent_inputs.append((e, nm))
+        return nm
+
+    def shape_list(self, shape: tuple) -> str:
+        return "[" + ", ".join(self.extent(e) for e in shape) + "]"
+
+    # ------------------------------------------------------------ operands
+    def operand(self, a: Any) -> str:
+        if isinstance(a, Var):
+            return self.h[id(a)]
+        if isinstance(a, sympy.Expr) and not a.is_number:
+            return self.extent(a)
+        return num(a)
+
+    def cast(self, h: str, to: str) -> str:
+        if self.dtype.get(h) == to or h not in self.dtype:
+            return h
+        return self.new(self.fresh(h), f"fd.ops.cast({h}, dtype={dt(to)})", self.shape[h], to, self.bcast[h])
+
+    def broadcast_to(self, h: str, out: tuple, bdims: tuple[int, ...] | None = None, name: str | None = None) -> str:
+        """Explicit torch-style broadcast of handle ``h`` to ``out`` (right-aligned unless ``bdims``)."""
+        ins = self.shape[h]
+        r = len(out)
+        if bdims is None:
+            if len(ins) > r:
+                raise EmitError(f"cannot broadcast {ins} to {out}")
+            bdims = tuple(range(r - len(ins), r))
+        if len(ins) == r and tuple(bdims) == tuple(range(r)) and all(_same(ins[i], out[i]) for i in range(r)):
+            return h
+        expand = [i for i, d in enumerate(bdims) if not _same(ins[i], out[d])]
+        for i in expand:
+            if not _same(ins[i], 1):
+                raise EmitError(f"cannot broadcast dim {i} of {ins} to {out}")
+        bc = self.bcast[h]
+        if any(i not in bc for i in expand):
+            # a size-1 dim that nvFuser does not know is a broadcast: drop it, then broadcast
+            keep = [i for i in range(len(ins)) if i not in expand]
+            kept = tuple(ins[i] for i in keep)
+            h = self.new(self.fresh(h), f"fd.ops.reshape({h}, new_shape={self.shape_list(kept)})", kept,
+                         self.dtype[h], frozenset())
+            bdims = tuple(bdims[i] for i in keep)
+            ins, bc = kept, frozenset()
+        shape_txt = []
+        for d in range(r):
+            if d in bdims:
+                i = bdims.index(d)
+                if _same(ins[i], out[d]):
+                    shape_txt.append(str(out[d]) if isinstance(out[d], int) else "-1")
+                    continue
+            shape_txt.append(self.extent(out[d]))
+        nb = frozenset(d for d in range(r) if d not in bdims and _same(out[d], 1))
+        nb |= frozenset(bdims[i] for i in bc if _same(out[bdims[i]], 1))
+        return self.new(name or self.fresh(h), f"fd.ops.broadcast_in_dim({h}, shape=[{', '.join(shape_txt)}], "
+                        f"broadcast_dims={list(bdims)})", out, self.dtype[h], nb)
+
+    # ------------------------------------------------------------ segment
+    def run(self) -> EmittedSegment:
+        seg = self.seg
+        header: list[tuple[str, Node | None]] = []
+        inputs: list[Any] = []
+        alias_bufs = {id(b) for b, _ in seg.aliases}
+        in_vars = list(seg.inputs)
+        for b, _ in seg.aliases:
+            if all(b is not v for v in in_vars):
+                in_vars.append(b)
+        in_vars.sort(key=lambda v: v.name)
+        devices = {v.type.device for v in in_vars if isinstance(v.type, TensorType)}
+        for v in in_vars:
+            t = v.type
+            nm = v.name
+            self.h[id(v)] = nm
+            inputs.append(v)
+            if isinstance(t, TensorType):
+                shape = [e if isinstance(e, int) else -1 for e in t.shape]
+                contig = ["None" if e == 1 else "True" for e in shape]
+                cpu = ", is_cpu=True" if t.rank == 0 and t.device == "cpu" and len(devices) > 1 else ""
+                header.append((f"{nm} = fd.define_tensor(shape={shape}, contiguity=[{', '.join(contig)}], "
+                               f"dtype={dt(t.dtype)}{cpu})", None))
+                self.shape[nm], self.dtype[nm] = t.shape, t.dtype
+                self.bcast[nm] = frozenset(i for i, e in enumerate(t.shape) if e == 1)
+                self.is_input.add(nm)
+                for d, e in enumerate(t.shape):
+                    if isinstance(e, sympy.Expr) and e not in self.size_src:
+                        self.size_src[e] = (nm, d)
+            else:
+                kind = {"int": "i64", "float": "f64", "bool": "b8"}[t.kind]
+                header.append((f"{nm} = fd.define_scalar(dtype={dt(kind)})", None))
+        del alias_bufs
+        for n in seg.nodes:
+            self.node = n
+            try:
+                self.emit_node(n)
+            except EmitError as e:
+                raise EmitError(f"{seg.name}: node {n.outs[0].name} = {n.op}(...): {e}") from None
+            except (KeyError, IndexError, TypeError, ValueError) as e:
+                raise EmitError(f"{seg.name}: node {n.outs[0].name} = {n.op}(...): {type(e).__name__}: {e}") from e
+        self.node = None
+        outputs = list(seg.outputs)
+        for o in outputs:
+            h = self.h[id(o)]
+            if h in self.is_input:
+                h = self.new(self.fresh(h), f"fd.ops.set({h})", self.shape[h], self.dtype[h], self.bcast[h])
+            self.line(f"fd.add_output({h})")
+        for b, v in seg.aliases:
+            h = self.h[id(v)]
+            if not all(_same(x, y) for x, y in zip(self.shape[h], b.type.shape)) or len(self.shape[h]) != b.type.rank:
+                h = self.broadcast_to(h, b.type.shape)
+            h = self.cast(h, b.type.dtype)
+            o = self.new(self.fresh(f"{b.name}_new"), f"fd.ops.set({h})", b.type.shape, b.type.dtype)
+            self.line(f"fd.add_output({o}, alias_input={b.name})")
+        for e, nm in self.extent_inputs:
+            header.append((f"{nm} = fd.define_scalar(dtype=DataType.Int)", None))
+            inputs.append(e)
+        fused = ", ".join(n.op for n in seg.nodes)
+        doc = f'    """{seg.name}: {len(seg.nodes)} ops ({_wrap(fused)})"""'
+        all_lines = [(f"def {seg.name}(fd):", None), (doc, None)] + header + self.lines
+        src_lines, lmap = [], {}
+        for i, (text, node) in enumerate(all_lines):
+            src_lines.append(text if i < 2 else "    " + text)
+            if node is not None:
+                lmap[i + 1] = node
+        return EmittedSegment(seg.name, "\n".join(src_lines) + "\n", inputs, outputs, list(seg.aliases), lmap)
+
+    # ------------------------------------------------------------ nodes
+    def emit_node(self, n: Node) -> None:
+        op = n.op
+        out = n.out
+        ot = out.type
+        assert isinstance(ot, TensorType)
+        name = out.name
+        a = n.args
+        if op in UNARY or op in BINARY or op == "where":
+            self.elementwise(n)
+            return
+        if op == "cast":
+            x = a[0]
+            if isinstance(x, Var) and x.is_tensor:
+                h = self.h[id(x)]
+                self.h[id(out)] = self.new(name, f"fd.ops.cast({h}, dtype={dt(a[1])})", ot.shape, a[1], self.bcast[h])
+            else:
+                self.h[id(out)] = self.new(name, f"fd.ops.full(shape=[], fill_value={self.operand(x)}, dtype={dt(a[1])})",
+                                           (), a[1])
+            return
+        if op in ("sum", "prod", "amax", "amin"):
+            self.reduction(n)
+            return
+        if op == "broadcast_in_dim":
+            h = self.h[id(a[0])]
+            self.h[id(out)] = self.broadcast_to(h, tuple(a[1]), tuple(a[2]), name=name)
+            return
+        if op == "reshape":
+            h = self.h[id(a[0])]
+            self.h[id(out)] = self.new(name, f"fd.ops.reshape({h}, new_shape={self.shape_list(tuple(a[1]))})", ot.shape,
+                                       ot.dtype, frozenset())
+            return
+        if op == "permute":
+            h = self.h[id(a[0])]
+            dims = [d % max(len(a[1]), 1) for d in a[1]]
+            bc = frozenset(i for i, d in enumerate(dims) if d in self.bcast[h])
+            self.h[id(out)] = self.new(name, f"fd.ops.permute({h}, dims={dims})", ot.shape, ot.dtype, bc)
+            return
+        if op == "squeeze":
+            h = self.h[id(a[0])]
+            rank = len(self.shape[h])
+            dims = sorted({d % max(rank, 1) for d in a[1]})
+            if not dims:
+                self.h[id(out)] = h
+                return
+            keep = [i for i in range(rank) if i not in dims]
+            bc = frozenset(keep.index(i) for i in self.bcast[h] if i in keep)
+            if all(d in self.bcast[h] for d in dims):
+                self.h[id(out)] = self.new(name, f"fd.ops.squeeze({h}, dims={dims})", ot.shape, ot.dtype, bc)
+            else:
+                self.h[id(out)] = self.new(name, f"fd.ops.reshape({h}, new_shape={self.shape_list(ot.shape)})", ot.shape,
+                                           ot.dtype, frozenset())
+            return
+        if op == "slice":
+            h = self.h[id(a[0])]
+            self.h[id(out)] = self.new(
+                name, f"fd.ops.slice({h}, start_indices={self.shape_list(a[1])}, end_indices={self.shape_list(a[2])}, "
+                f"strides={self.shape_list(a[3])})", ot.shape, ot.dtype)
+            return
+        if op == "cat":
+            ts = [self.h[id(t)] for t in a[0]]
+            dim = a[1] % ot.rank
+            self.h[id(out)] = self.new(name, f"fd.ops.cat([{', '.join(ts)}], dim={dim})", ot.shape, ot.dtype)
+            return
+        if op == "pad":
+            h = self.h[id(a[0])]
+            self.h[id(out)] = self.new(name, f"fd.ops.pad({h}, pad_widths={self.shape_list(a[1])}, "
+                                       f"value={self.fill(a[2], ot.dtype)})", ot.shape, ot.dtype)
+            return
+        if op == "iota":
+            length, dtype, dim, rank = a
+            start, step = ("0", "1") if dtype in INT_DTYPES else ("0.0", "1.0")
+            ln = self.extent(length)
+            if rank == 1:
+                self.h[id(out)] = self.new(name, f"fd.ops.iota({ln}, {start}, {step}, dtype={dt(dtype)})", ot.shape, dtype)
+                return
+            t = self.new(self.fresh(name), f"fd.ops.iota({ln}, {start}, {step}, dtype={dt(dtype)})", (length,), dtype)
+            self.h[id(out)] = self.broadcast_to(t, ot.shape, (dim,), name=name)
+            return
+        if op == "full":
+            shape, value, dtype = a
+            self.h[id(out)] = self.new(name, f"fd.ops.full(shape={self.shape_list(tuple(shape))}, "
+                                       f"fill_value={self.fill(value, dtype)}, dtype={dt(dtype)})", ot.shape, dtype,
+                                       frozenset(i for i, e in enumerate(ot.shape) if _same(e, 1)))
+            return
+        if op == "take_along_axis":
+            x, idx, dim = a
+            hx, hi = self.h[id(x)], self.h[id(idx)]
+            d = dim % ot.rank
+            want = tuple(idx.type.shape[i] if i == d else x.type.shape[i] for i in range(ot.rank))
+            hi = self.broadcast_to(hi, want, tuple(range(ot.rank)))
+            self.h[id(out)] = self.new(name, f"fd.ops.take_along_axis({hx}, {hi}, dim={d})", ot.shape, ot.dtype)
+            return
+        if op == "index_select":
+            x, dim, idx = a
+            d = dim % ot.rank
+            self.h[id(out)] = self.new(name, f"fd.ops.index_select({self.h[id(x)]}, {self.h[id(idx)]}, dim={d})",
+                                       ot.shape, ot.dtype)
+            return
+        if op == "copy_":
+            dst, src = a
+            if isinstance(src, Var) and src.is_tensor:
+                h0 = self.h[id(src)]
+                same_shape = len(self.shape[h0]) == dst.type.rank and all(
+                    _same(x, y) for x, y in zip(self.shape[h0], dst.type.shape))
+                if self.dtype[h0] == dst.type.dtype and same_shape:
+                    self.h[id(out)] = self.new(name, f"fd.ops.set({h0})", ot.shape, ot.dtype, self.bcast[h0])
+                elif same_shape:
+                    self.h[id(out)] = self.new(name, f"fd.ops.cast({h0}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype,
+                                               self.bcast[h0])
+                else:
+                    self.h[id(out)] = self.broadcast_to(self.cast(h0, dst.type.dtype), dst.type.shape, name=name)
+            else:
+                self.h[id(out)] = self.new(name, f"fd.ops.full(shape={self.shape_list(ot.shape)}, "
+                                           f"fill_value={self.fill(src, ot.dtype)}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype)
+            return
+        raise EmitError(f"no translation for {op} (support table says {SUPPORT.get(op)})")
+
+    def fill(self, v: Any, dtype: str) -> str:
+        if isinstance(v, Var) or (isinstance(v, sympy.Expr) and not v.is_number):
+            return self.operand(v)
+        if dtype == "b8":
+            return repr(bool(v))
+        if dtype in INT_DTYPES:
+            return str(int(v))
+        return num(float(v))
+
+    def elementwise(self, n: Node) -> None:
+        op, out = n.op, n.out
+        ot = out.type
+        args = list(n.args)
+        if op in COMPARISONS:
+            c = _promote(args)
+        elif op in LOGICAL:
+            c = None
+        else:
+            c = ot.dtype
+        ops_txt = []
+        for i, x in enumerate(args):
+            if isinstance(x, Var) and x.is_tensor:
+                h = self.h[id(x)]
+                if op == "where" and i == 0:
+                    h = self.cast(h, "b8")
+                elif c is not None:
+                    h = self.cast(h, c)
+                h = self.broadcast_to(h, ot.shape)
+                ops_txt.append(h)
+            elif isinstance(x, Var):
+                ops_txt.append(self.h[id(x)])
+            else:
+                ops_txt.append(self.operand(x))
+        cast_back = op not in PREDICATES and (ot.dtype in ("f16", "bf16", "b8") or op == "pow")
+        bc = frozenset.intersection(*[self.bcast[t] for t in ops_txt if t in self.bcast]) if any(
+            t in self.bcast for t in ops_txt) else frozenset()
+        target = self.fresh(out.name) if cast_back else out.name
+        self.new(target, f"fd.ops.{op}({', '.join(ops_txt)})", ot.shape, "?" if cast_back else ot.dtype, bc)
+        if cast_back:
+            self.new(out.name, f"fd.ops.cast({target}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc)
+        self.h[id(out)] = out.name
+
+    def reduction(self, n: Node) -> None:
+        op, out = n.op, n.out
+        ot = out.type
+        x, dims, keepdim = n.args
+        h = self.h[id(x)]
+        rank = len(self.shape[h])
+        if rank == 0:
+            hh = self.cast(h, ot.dtype)
+            if hh == h:
+                hh = self.new(out.name, f"fd.ops.set({h})", (), ot.dtype)
+            self.h[id(out)] = hh
+            return
+        dims = sorted({d % rank for d in dims})
+        nvf = SUPPORT[op].nvf
+        low = self.dtype[h] in ("f16", "bf16")
+        if low and op in ("sum", "prod"):
+            h = self.cast(h, "f32")
+        bc = frozenset(dims) if keepdim else frozenset()
+        if keepdim:
+            bc |= frozenset(i for i in self.bcast[h] if i not in dims)
+        else:
+            keep = [i for i in range(rank) if i not in dims]
+            bc = frozenset(keep.index(i) for i in self.bcast[h] if i in keep)
+        res_dt = "i64" if op in ("sum", "prod") and self.dtype[h] in INT_DTYPES | {"b8"} else self.dtype[h]
+        if res_dt == ot.dtype:
+            self.new(out.name, f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape, ot.dtype, bc)
+        else:
+            t = self.new(self.fresh(out.name), f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape,
+                         res_dt, bc)
+            self.new(out.name, f"fd.ops.cast({t}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc)
+        self.h[id(out)] = out.name
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, sympy.Integer)) and isinstance(b, (int, sympy.Integer)):
+        return int(a) == int(b)
+    if isinstance(a, sympy.Expr) or isinstance(b, sympy.Expr):
+        return sympy.sympify(a) == sympy.sympify(b)
+    return a == b
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def emit_segment(seg: Segment, sym_names: dict[sympy.Symbol, str] | None = None) -> EmittedSegment:
+    """Python source ``def <seg.name>(fd): ...`` building the segment's FusionDefinition."""
+    return _Emitter(seg, sym_names).run()
+
+
+__all__ = ["EmitError", "EmittedSegment", "NVFUSER_VERSION", "emit_segment", "data_inputs", "ScalarType"]

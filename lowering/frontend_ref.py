@@ -1,0 +1,447 @@
+"""A reference implementation, on torch (any device), of the subset of the
+``nvfuser_direct`` frontend that ``emit.py`` uses, so that the exact emitted text runs
+everywhere (CPU tests exercise what a GPU would build).
+
+    with FusionDefinition() as fd:
+        seg0(fd)                      # define_tensor / define_scalar / fd.ops.* / add_output
+    outs = fd.execute([x, y, 3])      # list of plain outputs; aliased outputs are written
+                                      # into their input's storage and not returned
+
+Semantics follow nvFuser 0.2.36 where they differ from torch and the emitter relies on
+them: Python ``float`` constants are Double (so an int tensor with a float constant
+computes in float64), Half/BFloat16 arithmetic computes and returns Float, integer
+``div`` truncates, elementwise ops are positional-only, ``squeeze`` only drops extent-1
+dims, ``slice`` strides must be 1, ``take_along_axis`` needs equal non-indexed extents,
+``add_output(o, alias_input=i)`` needs ``i`` to be a fusion input, and inputs are checked
+against their definitions (rank, static extents, dtype). Outputs may be views of inputs,
+as nvFuser's alias analysis may also return them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any, Callable
+
+import torch
+import torch.nn.functional as F
+from satfuse.engine.vocab import BINARY, UNARY
+
+__version__ = "0.2.36+reference"
+
+
+class DataType(enum.Enum):
+    Double = "Double"
+    Float = "Float"
+    Half = "Half"
+    BFloat16 = "BFloat16"
+    Int = "Int"
+    Int32 = "Int32"
+    Bool = "Bool"
+    ComplexFloat = "ComplexFloat"
+    ComplexDouble = "ComplexDouble"
+    Null = "Null"
+
+
+TORCH_DTYPE: dict[DataType, torch.dtype] = {
+    DataType.Double: torch.float64, DataType.Float: torch.float32, DataType.Half: torch.float16,
+    DataType.BFloat16: torch.bfloat16, DataType.Int: torch.int64, DataType.Int32: torch.int32,
+    DataType.Bool: torch.bool, DataType.ComplexFloat: torch.complex64, DataType.ComplexDouble: torch.complex128,
+}
+
+
+class FrontendError(RuntimeError):
+    """What the real frontend would reject (or what the reference cannot do)."""
+
+
+class Val:
+    """A value of the definition: a tensor or a scalar, resolved at execute time."""
+
+    __slots__ = ("fd", "idx", "kind")
+
+    def __init__(self, fd: "FusionDefinition", idx: int, kind: str):
+        self.fd, self.idx, self.kind = fd, idx, kind
+
+    def size(self, dim: int) -> "Val":
+        return self.fd.ops.size(self, dim)
+
+    def shape(self) -> list["Val"]:
+        raise FrontendError("Val.shape() needs the static rank; use fd.ops.size(t, i)")
+
+    def is_tensor(self) -> bool:
+        return self.kind == "tensor"
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} v{self.idx}>"
+
+
+def _resolve(x: Any, slots: list) -> Any:
+    if isinstance(x, Val):
+        return slots[x.idx]
+    if isinstance(x, (list, tuple)):
+        return [_resolve(y, slots) for y in x]
+    return x
+
+
+def _has_val(x: Any) -> bool:
+    if isinstance(x, Val):
+        return True
+    if isinstance(x, (list, tuple)):
+        return any(_has_val(y) for y in x)
+    return False
+
+
+class FusionDefinition:
+    def __init__(self) -> None:
+        self._prog: list[tuple[Callable, tuple, dict, int]] = []
+        self._inputs: list[tuple[Val, tuple]] = []
+        self._outputs: list[Val] = []
+        self._aliases: list[tuple[Val, Val]] = []
+        self._n = 0
+        self._device = torch.device("cpu")
+        self.ops = _Ops(self)
+
+    def __enter__(self) -> "FusionDefinition":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+    def _new(self, kind: str) -> Val:
+        v = Val(self, self._n, kind)
+        self._n += 1
+        return v
+
+    def _record(self, kind: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        if kind == "scalar" and not _has_val(args) and not _has_val(list(kwargs.values())):
+            return fn(*args, **kwargs)  # constant folding, as nvFuser does for Python numbers
+        out = self._new(kind)
+        self._prog.append((fn, args, kwargs, out.idx))
+        return out
+
+    # ------------------------------------------------------------------ inputs
+    def define_tensor(self, shape: list[int], contiguity: Any = None, dtype: DataType = DataType.Float,
+                      is_cpu: bool = False, stride_order: list[int] | None = None) -> Val:
+        if not all(isinstance(e, int) for e in shape):
+            raise FrontendError(f"define_tensor: shape must be Python ints, got {shape}")
+        if isinstance(contiguity, list) and len(contiguity) != len(shape):
+            raise FrontendError(f"define_tensor: contiguity {contiguity} does not match rank {len(shape)}")
+        if isinstance(contiguity, list):
+            for e, c in zip(shape, contiguity):
+                if (e == 1) != (c is None):
+                    raise FrontendError(f"define_tensor: contiguity must be None exactly for broadcast (extent 1) dims: "
+                                        f"shape={shape}, contiguity={contiguity}")
+        if is_cpu and shape:
+            raise FrontendError("CPU non-scalar tensor is not supported!")
+        v = self._new("tensor")
+        self._inputs.append((v, ("tensor", list(shape), dtype)))
+        return v
+
+    def define_scalar(self, value: Any = None, dtype: DataType | None = None) -> Any:
+        if value is None:
+            v = self._new("scalar")
+            self._inputs.append((v, ("scalar", dtype or DataType.Double)))
+            return v
+        return _scalar_cast(value, dtype) if dtype is not None else value
+
+    # ------------------------------------------------------------------ outputs
+    def add_output(self, output: Any, alias_input: Any = None) -> None:
+        if not isinstance(output, Val) or output.kind != "tensor":
+            raise FrontendError("Non-TensorView outputs are not supported")
+        if alias_input is None:
+            self._outputs.append(output)
+            return
+        if not any(alias_input is v for v, _ in self._inputs) or alias_input.kind != "tensor":
+            raise FrontendError("alias source can only be a fusion input")
+        self._aliases.append((output, alias_input))
+
+    # ------------------------------------------------------------------ execution
+    def execute(self, inputs: list, *, device: Any = None, **_: Any) -> list[torch.Tensor]:
+        if not self._outputs and not self._aliases:
+            raise NotImplementedError("Fusion is empty!")
+        if len(inputs) != len(self._inputs):
+            raise FrontendError(f"execute: {len(self._inputs)} inputs defined, {len(inputs)} given")
+        slots: list[Any] = [None] * self._n
+        dev = None
+        for (v, spec), x in zip(self._inputs, inputs):
+            if spec[0] == "tensor":
+                _check_tensor(v, spec, x)
+                if dev is None and (x.dim() > 0 or x.device.type != "cpu"):
+                    dev = x.device
+            elif isinstance(x, torch.Tensor):
+                raise FrontendError(f"scalar input v{v.idx} given a tensor")
+            slots[v.idx] = x
+        self._device = dev or (torch.device(device) if device is not None else torch.device("cpu"))
+        for fn, args, kwargs, out in self._prog:
+            slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
+        outs = [slots[o.idx] for o in self._outputs]
+        vals = [(inp, slots[o.idx]) for o, inp in self._aliases]
+        for inp, val in vals:
+            buf = slots[inp.idx]
+            if tuple(val.shape) != tuple(buf.shape) or val.dtype != buf.dtype:
+                raise FrontendError(f"aliased output {tuple(val.shape)} {val.dtype} does not match its input "
+                                    f"{tuple(buf.shape)} {buf.dtype}")
+            buf.copy_(val)
+        for o, inp in self._aliases:  # a visible alias output is the input buffer itself
+            for i, p in enumerate(self._outputs):
+                if p is o:
+                    outs[i] = slots[inp.idx]
+        return outs
+
+
+def _check_tensor(v: Val, spec: tuple, x: Any) -> None:
+    _, shape, dtype = spec
+    if not isinstance(x, torch.Tensor):
+        raise FrontendError(f"input v{v.idx}: expected a tensor, got {type(x).__name__}")
+    if x.dim() != len(shape):
+        raise FrontendError(f"input v{v.idx}: defined with rank {len(shape)}, got shape {tuple(x.shape)}")
+    for d, (e, a) in enumerate(zip(shape, x.shape)):
+        if e >= 0 and e != a:
+            raise FrontendError(f"input v{v.idx}: dim {d} defined as {e}, got {a}")
+    if x.dtype != TORCH_DTYPE[dtype]:
+        raise FrontendError(f"input v{v.idx}: defined as {dtype.name}, got {x.dtype}")
+
+
+def _scalar_cast(value: Any, dtype: DataType | None) -> Any:
+    if dtype is None or dtype == DataType.Null:
+        return value
+    if dtype == DataType.Bool:
+        return bool(value)
+    if dtype in (DataType.Int, DataType.Int32):
+        return int(value)
+    if dtype in (DataType.ComplexFloat, DataType.ComplexDouble):
+        return complex(value)
+    return float(value)
+
+
+# ---------------------------------------------------------------------- nvFuser-like promotion
+
+_KEEPS_LOW = {"abs", "where", "set", "segment_set", "cast", "relu"}
+_LOW = (torch.float16, torch.bfloat16)
+
+
+def _nvf_args(name: str, args: list) -> list:
+    ts = [a for a in args if isinstance(a, torch.Tensor)]
+    if name not in _KEEPS_LOW:
+        args = [a.float() if isinstance(a, torch.Tensor) and a.dtype in _LOW else a for a in args]
+    if any(isinstance(a, float) for a in args) and ts and not any(t.is_floating_point() or t.is_complex() for t in ts):
+        args = [a.double() if isinstance(a, torch.Tensor) else a for a in args]  # Python float is Double
+    return args
+
+
+def _scalar_fn(name: str) -> Callable:
+    import operator
+
+    table: dict[str, Callable] = {
+        "add": operator.add, "sub": operator.sub, "mul": operator.mul, "neg": operator.neg,
+        "div": lambda a, b: (int(a / b) if isinstance(a, int) and isinstance(b, int) else a / b),
+        "truediv": lambda a, b: a / b, "maximum": max, "minimum": min, "remainder": operator.mod,
+        "fmod": math.fmod, "abs": abs, "eq": operator.eq, "ne": operator.ne, "lt": operator.lt,
+        "le": operator.le, "gt": operator.gt, "ge": operator.ge, "pow": operator.pow,
+    }
+    fn = table.get(name)
+    if fn is None:
+        t = UNARY.get(name) or BINARY.get(name)
+
+        def fn(*a: Any) -> Any:
+            return t(*(torch.tensor(x) for x in a)).item()
+    return fn
+
+
+def _elementwise(name: str, torch_fn: Callable) -> Callable:
+    scalar = _scalar_fn(name)
+
+    def run(*args: Any) -> Any:
+        if not any(isinstance(a, torch.Tensor) for a in args):
+            return scalar(*args)
+        args = _nvf_args(name, list(args))
+        if name == "div" and all(not (isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()))
+                                 and not isinstance(a, float) for a in args):
+            return torch.div(args[0], args[1], rounding_mode="trunc")
+        if name in ("maximum", "minimum", "atan2", "fmod", "remainder", "bitwise_and", "bitwise_or", "bitwise_xor",
+                    "logical_and", "logical_or", "pow") and not all(isinstance(a, torch.Tensor) for a in args):
+            like = next(a for a in args if isinstance(a, torch.Tensor))
+            if name in ("maximum", "minimum", "atan2"):
+                args = [a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=like.dtype, device=like.device)
+                        for a in args]
+        return torch_fn(*args)
+
+    return run
+
+
+# ---------------------------------------------------------------------- ops
+
+
+class _Ops:
+    """``fd.ops``: records each call; runs it at ``execute``."""
+
+    def __init__(self, fd: FusionDefinition):
+        self._fd = fd
+        for name, fn in list(UNARY.items()) + list(BINARY.items()):
+            setattr(self, name, self._ew(name, fn))
+        self.truediv = self._ew("truediv", torch.true_divide)
+        self.mod = self._ew("remainder", torch.remainder)
+
+    def _ew(self, name: str, fn: Callable) -> Callable:
+        run = _elementwise(name, fn)
+
+        def op(*args: Any) -> Any:
+            kind = "tensor" if any(isinstance(a, Val) and a.kind == "tensor" for a in args) else "scalar"
+            return self._fd._record(kind, run, *args)
+
+        op.__name__ = name
+        return op
+
+    def _t(self, fn: Callable, *args: Any, **kwargs: Any) -> Val:
+        return self._fd._record("tensor", fn, *args, **kwargs)
+
+    def where(self, cond: Any, x: Any, y: Any) -> Any:
+        def run(c: Any, a: Any, b: Any) -> Any:
+            if not any(isinstance(t, torch.Tensor) for t in (c, a, b)):
+                return a if c else b
+            a, b = _nvf_args("where", [a, b])
+            return torch.where(c if isinstance(c, torch.Tensor) else torch.tensor(bool(c)), a, b)
+
+        kind = "tensor" if any(isinstance(a, Val) and a.kind == "tensor" for a in (cond, x, y)) else "scalar"
+        return self._fd._record(kind, run, cond, x, y)
+
+    def cast(self, arg: Any, dtype: DataType) -> Any:
+        if isinstance(arg, Val) and arg.kind == "tensor":
+            return self._t(lambda a: a.to(TORCH_DTYPE[dtype]), arg)
+        return self._fd._record("scalar", lambda a: _scalar_cast(a, dtype), arg)
+
+    def set(self, arg: Val) -> Val:
+        return self._t(lambda a: a.clone(), arg)
+
+    segment_set = set
+
+    def size(self, arg: Val, dim: int) -> Any:
+        return self._fd._record("scalar", lambda a: int(a.shape[dim]), arg)
+
+    # reductions
+    def _reduce(self, kind: str, arg: Val, dims: Any = None, keepdim: bool = False, dtype: DataType = DataType.Null,
+                dim: Any = None) -> Val:
+        if dims is None:
+            dims = dim
+        if kind in ("max", "min") and dtype not in (DataType.Null, None):
+            raise FrontendError(f"{kind}: dtype must be Null")
+
+        def run(a: torch.Tensor) -> torch.Tensor:
+            ds = list(range(a.dim())) if dims is None else ([dims] if isinstance(dims, int) else list(dims))
+            if dtype not in (DataType.Null, None):
+                a = a.to(TORCH_DTYPE[dtype])
+            if kind == "sum":
+                return torch.sum(a, ds, keepdim=keepdim) if ds else a.clone()
+            if kind == "prod":
+                for d in sorted((d % a.dim() for d in ds), reverse=True):
+                    a = torch.prod(a, d, keepdim=keepdim)
+                return a if a.dtype != torch.bool else a.long()
+            fn = torch.amax if kind == "max" else torch.amin
+            return fn(a, ds, keepdim=keepdim) if ds else a.clone()
+
+        return self._t(run, arg)
+
+    def sum(self, arg: Val, dims: Any = None, keepdim: bool = False, dtype: DataType = DataType.Null, dim: Any = None) -> Val:
+        return self._reduce("sum", arg, dims, keepdim, dtype, dim)
+
+    def prod(self, arg: Val, dims: Any = None, keepdim: bool = False, dtype: DataType = DataType.Null, dim: Any = None) -> Val:
+        return self._reduce("prod", arg, dims, keepdim, dtype, dim)
+
+    def max(self, arg: Val, dims: Any = None, keepdim: bool = False, dtype: DataType = DataType.Null, dim: Any = None) -> Val:
+        return self._reduce("max", arg, dims, keepdim, dtype, dim)
+
+    def min(self, arg: Val, dims: Any = None, keepdim: bool = False, dtype: DataType = DataType.Null, dim: Any = None) -> Val:
+        return self._reduce("min", arg, dims, keepdim, dtype, dim)
+
+    # shapes
+    def broadcast_in_dim(self, arg: Val, shape: list, broadcast_dims: list[int]) -> Val:
+        def run(a: torch.Tensor, shape: list) -> torch.Tensor:
+            if len(broadcast_dims) != a.dim():
+                raise FrontendError(f"broadcast_in_dim: {len(broadcast_dims)} broadcast_dims for rank {a.dim()}")
+            out = list(shape)
+            view = [1] * len(out)
+            for i, d in enumerate(broadcast_dims):
+                if out[d] == -1:
+                    out[d] = a.shape[i]
+                if a.shape[i] not in (1, out[d]):
+                    raise FrontendError(f"broadcast_in_dim: input dim {i} ({a.shape[i]}) cannot become {out[d]}")
+                view[d] = a.shape[i]
+            return a.reshape(view).expand(out)
+
+        return self._t(run, arg, list(shape))
+
+    def expand(self, arg: Val, shape: list) -> Val:
+        return self._t(lambda a, s: a.expand(s), arg, list(shape))
+
+    def reshape(self, arg: Val, new_shape: list) -> Val:
+        return self._t(lambda a, s: a.reshape(s), arg, list(new_shape))
+
+    def permute(self, arg: Val, dims: list[int]) -> Val:
+        return self._t(lambda a: a.permute(list(dims)), arg)
+
+    def squeeze(self, arg: Val, dims: list[int], squeeze_expanded: bool = False) -> Val:
+        def run(a: torch.Tensor) -> torch.Tensor:
+            for d in dims:
+                if a.shape[d] != 1:
+                    raise FrontendError("Can not squeeze non-broadcasting dimension(s)")
+            return a.squeeze(tuple(dims))
+
+        return self._t(run, arg)
+
+    def slice(self, arg: Val, start_indices: list, end_indices: list, strides: list | None = None,
+              manual_normalization: bool = False) -> Val:
+        def run(a: torch.Tensor, s: list, e: list, st: list | None) -> torch.Tensor:
+            st = st or [1] * a.dim()
+            if any(x != 1 for x in st):
+                raise FrontendError("slice: strides must be 1")
+            return a[tuple(slice(x, y) for x, y in zip(s, e))]
+
+        return self._t(run, arg, list(start_indices), list(end_indices), None if strides is None else list(strides))
+
+    def cat(self, tensors: list, dim: int = 0, manual_padding: bool = False) -> Val:
+        return self._t(lambda ts: torch.cat(ts, dim), list(tensors))
+
+    def pad(self, arg: Val, pad_widths: list, value: Any = None) -> Val:
+        def run(a: torch.Tensor, w: list, v: Any) -> torch.Tensor:
+            if len(w) > 2 * a.dim():
+                raise FrontendError("pad: too many pad widths")
+            return F.pad(a, w, value=0 if v is None else v)
+
+        return self._t(run, arg, list(pad_widths), value)
+
+    # factories
+    def iota(self, length: Any, start: Any = None, step: Any = None, dtype: DataType = DataType.Int) -> Val:
+        fd = self._fd
+
+        def run(n: int, s: Any, st: Any) -> torch.Tensor:
+            s = 0 if s is None else s
+            st = 1 if st is None else st
+            return (torch.arange(n, device=fd._device) * st + s).to(TORCH_DTYPE[dtype])
+
+        return self._t(run, length, start, step)
+
+    def full(self, shape: list, fill_value: Any, dtype: DataType) -> Val:
+        fd = self._fd
+        return self._t(lambda s, v: torch.full(s, v, dtype=TORCH_DTYPE[dtype], device=fd._device), list(shape), fill_value)
+
+    # indexing
+    def take_along_axis(self, arg: Val, index: Val, dim: int) -> Val:
+        def run(a: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+            if a.dim() != i.dim():
+                raise FrontendError("take_along_axis: tensors must have the same rank")
+            d = dim % a.dim()
+            for k in range(a.dim()):
+                if k != d and a.shape[k] != i.shape[k]:
+                    raise FrontendError("take_along_axis: non-indexed extents must be equal")
+            return torch.take_along_dim(a, i, d)
+
+        return self._t(run, arg, index)
+
+    def index_select(self, arg: Val, index: Val, dim: int) -> Val:
+        return self._t(lambda a, i: torch.index_select(a, dim, i), arg, index)
+
+    def gather(self, arg: Val, index: Val, dim: int) -> Val:
+        return self._t(lambda a, i: torch.gather(a, dim, i), arg, index)
+
+    def scatter(self, arg: Val, index: Val, src: Any, dim: int) -> Val:
+        return self._t(lambda a, i, s: torch.scatter(a, dim, i, s), arg, index, src)

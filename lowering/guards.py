@@ -1,0 +1,442 @@
+"""The guard prologue: generated, readable Python that checks a call's inputs against
+what the plan was built for and binds the symbols of dynamic extents.
+
+``build_prologue(trace, hints)`` writes one function::
+
+    def prologue(inputs):
+        a, dim0, dim1 = inputs
+        if not isinstance(a, Tensor): fail(0, inputs)
+        if a.dtype is not f32: fail(1, inputs)
+        ...
+        s0, s1, s2 = a.shape          # binds the symbols of a's dims
+        if not (s2 - s3 - s4 >= 0): fail(7, inputs)
+        return {'s0': s0, ...}
+
+It is compiled once; the hot path is plain Python (no sympy). A failed check raises
+:class:`GuardError` whose message names the guard in terms of the caller's values
+("a.shape[2] - dim0 - dim1 >= 0") and shows the values involved; the message is only
+built on failure.
+
+What is checked, in order: input kind (tensor / int / float / bool), dtype, device,
+rank; static extents; symbols bound at their first occurrence (a tensor dim whose
+extent is a bare symbol, or an int input whose value is a symbol) and every later
+occurrence or compound extent checked equal; scalar constants; every predicate in
+``trace.guards``; and extent obligations: every symbolic extent of every node's result
+must be ``>= 0`` and every symbolic slice must lie inside its operand, so that a call
+such as ``dim0 > a.size(2)`` fails here, before any kernel runs or any input is written.
+No contiguity guards: segments make their inputs contiguous where nvFuser needs it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import sympy
+import torch
+import torch.utils._sympy.functions as tsf
+from satfuse.engine.ir import DTYPES, ScalarType, TensorType, Trace, Var
+from sympy.core.relational import Relational
+
+
+class GuardError(ValueError):
+    """A call does not satisfy the plan's guards; the message names the failing guard."""
+
+
+class GuardBuildError(ValueError):
+    """The prologue cannot be built (e.g. a symbol that no input binds)."""
+
+
+# ---------------------------------------------------------------- symbolic expressions -> Python
+
+
+class Unprintable(ValueError):
+    pass
+
+
+def pyexpr(e: Any, names: dict[sympy.Symbol, str]) -> str:
+    """A sympy int/bool expression as Python source, symbols spelled by ``names``."""
+    return _P(names).p(e)
+
+
+class _P:
+    def __init__(self, names: dict[sympy.Symbol, str]):
+        self.names = names
+
+    def atom(self, e: Any) -> str:
+        s = self.p(e)
+        if isinstance(e, (sympy.Add, Relational, sympy.And, sympy.Or)) or (
+                isinstance(e, sympy.Mul) and e.as_coeff_Mul()[0] < 0) or (isinstance(e, (int, sympy.Integer)) and int(e) < 0):
+            return f"({s})"
+        return s
+
+    def p(self, e: Any) -> str:
+        if isinstance(e, bool) or e is sympy.true or e is sympy.false:
+            return "True" if bool(e) else "False"
+        if isinstance(e, int):
+            return str(e)
+        if isinstance(e, float):
+            return repr(e) if math.isfinite(e) else f"float('{e}')"
+        if isinstance(e, sympy.Integer):
+            return str(int(e))
+        if isinstance(e, sympy.Float) and e == int(e):
+            return str(int(e))
+        if isinstance(e, sympy.Symbol):
+            if e not in self.names:
+                raise Unprintable(f"symbol {e} is not bound")
+            return self.names[e]
+        if isinstance(e, sympy.Add):
+            terms = e.as_ordered_terms()
+            out = self.p(terms[0])
+            for t in terms[1:]:
+                c, _ = t.as_coeff_Mul()
+                if c < 0:
+                    out += " - " + self.atom_mul(-t)
+                else:
+                    out += " + " + self.atom_mul(t)
+            return out
+        if isinstance(e, sympy.Mul):
+            c, rest = e.as_coeff_Mul()
+            if c == -1:
+                return "-" + self.atom(rest)
+            if sympy.fraction(e)[1] != 1:
+                raise Unprintable(f"true division in {e}")
+            facs = [self.atom(f) for f in e.as_ordered_factors()]
+            return "*".join(facs)
+        if isinstance(e, sympy.Pow):
+            b, x = e.args
+            if x.is_Integer and int(x) > 0:
+                return f"{self.atom(b)}**{int(x)}"
+            raise Unprintable(f"power {e}")
+        if isinstance(e, (tsf.FloorDiv, tsf.CleanDiv)):
+            return f"({self.atom(e.args[0])} // {self.atom(e.args[1])})"
+        if isinstance(e, tsf.CeilDiv):
+            return f"(-(-{self.atom(e.args[0])} // {self.atom(e.args[1])}))"
+        if isinstance(e, (tsf.PythonMod, sympy.Mod, tsf.Mod)):
+            return f"({self.atom(e.args[0])} % {self.atom(e.args[1])})"
+        if isinstance(e, sympy.floor) or isinstance(e, sympy.ceiling):
+            num, den = sympy.fraction(sympy.together(e.args[0]))
+            if den == 1:
+                return self.p(num)
+            if isinstance(e, sympy.floor):
+                return f"({self.atom(num)} // {self.atom(den)})"
+            return f"(-(-{self.atom(num)} // {self.atom(den)}))"
+        if isinstance(e, (sympy.Max, tsf.Max)):
+            return "max(" + ", ".join(self.p(a) for a in e.args) + ")"
+        if isinstance(e, (sympy.Min, tsf.Min)):
+            return "min(" + ", ".join(self.p(a) for a in e.args) + ")"
+        if isinstance(e, Relational):
+            op = {sympy.GreaterThan: ">=", sympy.StrictGreaterThan: ">", sympy.LessThan: "<=",
+                  sympy.StrictLessThan: "<", sympy.Equality: "==", sympy.Unequality: "!="}.get(type(e))
+            if op is None:
+                raise Unprintable(f"relation {e}")
+            return f"{self.p(e.lhs)} {op} {self.p(e.rhs)}"
+        if isinstance(e, sympy.And):
+            return " and ".join(self.atom(a) for a in e.args)
+        if isinstance(e, sympy.Or):
+            return " or ".join(self.atom(a) for a in e.args)
+        if isinstance(e, sympy.Not):
+            return f"not ({self.p(e.args[0])})"
+        raise Unprintable(f"cannot print {e!r} ({type(e).__name__}) as Python")
+
+    def atom_mul(self, t: Any) -> str:
+        s = self.p(t)
+        return f"({s})" if isinstance(t, sympy.Add) else s
+
+
+def relation_text(e: Any, names: dict[sympy.Symbol, str]) -> str:
+    """Readable form of a guard; falls back to sympy's own text."""
+    try:
+        return pyexpr(e, names)
+    except Unprintable:
+        return sympy.sstr(e.xreplace({s: sympy.Symbol(n) for s, n in names.items()}))
+
+
+# ---------------------------------------------------------------- the prologue
+
+
+@dataclass
+class Check:
+    """One generated check: its Python condition and its readable text."""
+
+    cond: str
+    text: str
+    inputs: tuple[int, ...]  # which inputs to show on failure
+
+
+@dataclass
+class Prologue:
+    """The generated guard function. ``fn(inputs) -> {symbol: int}``; raises GuardError."""
+
+    source: str
+    checks: list[Check]
+    symbols: dict[str, str]  # symbol name -> where it is bound (readable)
+    fn: Callable[[list], dict[str, int]] = field(repr=False, default=None)  # type: ignore[assignment]
+    names: list[str] = field(default_factory=list)
+
+    def __call__(self, inputs: list | tuple) -> dict[str, int]:
+        return self.fn(inputs)
+
+    def __str__(self) -> str:
+        return self.source
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, torch.Tensor):
+        return f"{DTYPE_SHORT.get(v.dtype, v.dtype)}{tuple(v.shape)} on {v.device}"
+    return f"{type(v).__name__} {v!r}"
+
+
+DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
+
+
+def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologue:
+    """Generate and compile the guard prologue of ``trace`` (see the module docstring).
+
+    ``hints`` (symbol name -> example value, as capture records them) are used only for
+    symbols that no input binds directly (they appear only inside compound extents): those
+    are specialized to their hint, with a check that the compound extent matches.
+    """
+    hints = hints or {}
+    ins = trace.inputs
+    local: dict[sympy.Symbol, str] = {}  # symbol -> Python local holding its value
+    shown: dict[sympy.Symbol, str] = {}  # symbol -> readable origin ("a.shape[2]", "dim0")
+    used_names = {v.name for v in ins} | {"inputs", "fail", "Tensor", "isinstance", "type", "int", "float", "bool"}
+    checks: list[Check] = []
+    body: list[str] = []
+    where: dict[str, str] = {}
+
+    def check(cond: str, text: str, idx: tuple[int, ...]) -> None:
+        body.append(f"    if not ({cond}):")
+        body.append(f"        fail({len(checks)}, inputs)  # {text}")
+        checks.append(Check(cond, text, idx))
+
+    def sym_local(s: sympy.Symbol) -> str:
+        n = s.name
+        while n in used_names:
+            n += "_"
+        used_names.add(n)
+        return n
+
+    # 1. kinds, dtypes, devices, ranks
+    n = len(ins)
+    body.append(f"    if len(inputs) != {n}:")
+    body.append(f"        fail({len(checks)}, inputs)  # {n} inputs")
+    checks.append(Check("", f"expected {n} inputs ({', '.join(v.name for v in ins)})", ()))
+    body.append(f"    {', '.join(v.name for v in ins)}{',' if n == 1 else ''} = inputs" if n else "    pass")
+    glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch}
+    for i, v in enumerate(ins):
+        t = v.type
+        if isinstance(t, TensorType):
+            check(f"isinstance({v.name}, Tensor)", f"{v.name} is a tensor", (i,))
+            dt = f"dt_{t.dtype}"
+            glob[dt] = DTYPES[t.dtype]
+            check(f"{v.name}.dtype is {dt}", f"{v.name}.dtype == {DTYPES[t.dtype]}", (i,))
+            dev = torch.device(t.device)
+            if dev.index is None:
+                check(f"{v.name}.device.type == {dev.type!r}", f"{v.name}.device is {dev.type}", (i,))
+            else:
+                dn = f"dev_{dev.type}{dev.index}"
+                glob[dn] = dev
+                check(f"{v.name}.device == {dn}", f"{v.name}.device is {dev}", (i,))
+            check(f"{v.name}.dim() == {t.rank}", f"{v.name}.dim() == {t.rank}", (i,))
+        elif isinstance(t, ScalarType):
+            if t.kind == "int":
+                check(f"isinstance({v.name}, int) and not isinstance({v.name}, bool)", f"{v.name} is an int", (i,))
+            elif t.kind == "float":
+                check(f"isinstance({v.name}, (int, float)) and not isinstance({v.name}, bool)", f"{v.name} is a float", (i,))
+            else:
+                check(f"isinstance({v.name}, bool)", f"{v.name} is a bool", (i,))
+    # 2. static extents, symbol binding, equalities
+    deferred: list[tuple[Any, str, str, int]] = []  # (expr, python value, readable, input)
+    for i, v in enumerate(ins):
+        t = v.type
+        if isinstance(t, TensorType):
+            if t.rank == 0:
+                continue
+            sh = f"{v.name}_shape"
+            used_names.add(sh)
+            body.append(f"    {sh} = {v.name}.shape")
+            for d, e in enumerate(t.shape):
+                val, rd = f"{sh}[{d}]", f"{v.name}.shape[{d}]"
+                if isinstance(e, int):
+                    check(f"{val} == {e}", f"{rd} == {e}", (i,))
+                elif isinstance(e, sympy.Symbol) and e not in local:
+                    local[e] = sym_local(e)
+                    shown[e] = rd
+                    where[e.name] = rd
+                    body.append(f"    {local[e]} = {val}")
+                else:
+                    deferred.append((e, val, rd, i))
+        elif isinstance(t, ScalarType) and t.value is not None:
+            e = t.value
+            if isinstance(e, sympy.Symbol) and e not in local:
+                local[e] = sym_local(e)
+                shown[e] = v.name
+                where[e.name] = v.name
+                body.append(f"    {local[e]} = {v.name}")
+            elif isinstance(e, sympy.Expr) and not e.is_number:
+                deferred.append((e, v.name, v.name, i))
+            else:
+                lit = repr(bool(e)) if t.kind == "bool" else (repr(int(e)) if t.kind == "int" else _flit(float(e)))
+                check(f"{v.name} == {lit}", f"{v.name} == {lit}", (i,))
+    # symbols seen only inside compound extents: specialize to their hints
+    for e, *_ in deferred:
+        for s in sorted(e.free_symbols, key=lambda s: s.name):
+            if s not in local:
+                if s.name not in hints:
+                    raise GuardBuildError(f"symbol {s} appears only in the compound extent {e} and has no hint: "
+                                          "no input binds it")
+                local[s] = sym_local(s)
+                shown[s] = f"{s.name} (specialized to {hints[s.name]})"
+                where[s.name] = f"specialized to its hint {hints[s.name]}"
+                body.append(f"    {local[s]} = {int(hints[s.name])}")
+    for e, val, rd, i in deferred:
+        check(f"{val} == {pyexpr(e, local)}", f"{rd} == {relation_text(e, shown)}", _inputs_of(e, i, ins))
+    # 3. predicates from capture / rules, then extent obligations
+    seen: set = set()
+    for g in trace.guards:
+        if g is sympy.true or g in seen:
+            continue
+        seen.add(g)
+        if g is sympy.false:
+            check("False", "the plan is never valid (guard is False)", ())
+            continue
+        _need_bound(g, local, "trace guard")
+        check(pyexpr(g, local), relation_text(g, shown), _inputs_of(g, None, ins))
+    for ob in extent_obligations(trace):
+        if ob in seen:
+            continue
+        seen.add(ob)
+        _need_bound(ob, local, "extent obligation")
+        check(pyexpr(ob, local), relation_text(ob, shown), _inputs_of(ob, None, ins))
+    syms = sorted(local, key=lambda s: s.name)
+    body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")
+    src = "def prologue(inputs):\n" + "\n".join(body) + "\n"
+
+    def fail(k: int, inputs: Any) -> None:
+        c = checks[k]
+        if k == 0:
+            raise GuardError(f"guard failed: {c.text}, got {len(inputs)}")
+        ctx = []
+        for j in c.inputs:
+            x = inputs[j]
+            nm = ins[j].name
+            if isinstance(ins[j].type, TensorType) and isinstance(x, torch.Tensor) and "shape" in c.text:
+                ctx.append(f"{nm}.shape={tuple(x.shape)}")
+            elif isinstance(x, torch.Tensor):
+                ctx.append(f"{nm}: {_describe(x)}")
+            else:
+                ctx.append(f"{nm}={x!r}")
+        raise GuardError(f"guard failed: {c.text}" + (f" ({', '.join(ctx)})" if ctx else ""))
+
+    glob["fail"] = fail
+    code = compile(src, "<satfuse prologue>", "exec")
+    exec(code, glob)
+    pro = Prologue(src, checks, where, glob["prologue"], [v.name for v in ins])
+    _check_hints(pro, trace, hints)
+    return pro
+
+
+def _flit(x: float) -> str:
+    return repr(x) if math.isfinite(x) else f"float('{x}')"
+
+
+def _need_bound(e: Any, local: dict, what: str) -> None:
+    free = getattr(e, "free_symbols", set()) - set(local)
+    if free:
+        raise GuardBuildError(f"{what} {e} uses {sorted(map(str, free))}, which no input binds")
+
+
+def _inputs_of(e: Any, first: int | None, ins: list[Var]) -> tuple[int, ...]:
+    syms = getattr(e, "free_symbols", set())
+    out = [] if first is None else [first]
+    for i, v in enumerate(ins):
+        if i not in out and v.type.symbols() & syms:
+            out.append(i)
+    return tuple(out)
+
+
+def extent_obligations(trace: Trace) -> list[Any]:
+    """Facts every valid call must satisfy for the plan's types to be the runtime shapes:
+    each symbolic extent of a node result is ``>= 0``; each symbolic slice lies in its operand.
+
+    Each is normalized to ``e >= 0``; those implied by tensor dims being ``>= 0``, by other
+    obligations on bare symbols, or equal to a trace guard are dropped."""
+    known: set[sympy.Symbol] = set()
+    for v in trace.inputs:
+        if isinstance(v.type, TensorType):
+            known |= {e for e in v.type.shape if isinstance(e, sympy.Symbol)}
+    exprs: list[Any] = []
+
+    def add(lhs: Any, rhs: Any) -> None:  # lhs <= rhs
+        e = sympy.expand(sympy.sympify(rhs) - sympy.sympify(lhs))
+        if e.is_number:
+            return
+        exprs.append(e)
+
+    for n in trace.nodes:
+        for o in n.outs:
+            if isinstance(o.type, TensorType):
+                for e in o.type.shape:
+                    if isinstance(e, sympy.Expr):
+                        add(0, e)
+        if n.op == "slice" and isinstance(n.args[0], Var):
+            shape = n.args[0].type.shape
+            for ext, s, e in zip(shape, n.args[1], n.args[2]):
+                if any(isinstance(x, sympy.Expr) for x in (ext, s, e)):
+                    add(0, s)
+                    add(s, e)
+                    add(e, ext)
+    have = set()
+    for g in trace.guards:
+        if isinstance(g, (sympy.GreaterThan, sympy.LessThan)):
+            lhs, rhs = (g.rhs, g.lhs) if isinstance(g, sympy.GreaterThan) else (g.lhs, g.rhs)
+            e = sympy.expand(rhs - lhs)
+            have.add(e)
+            if isinstance(e, sympy.Symbol):
+                known.add(e)
+    known |= {e for e in exprs if isinstance(e, sympy.Symbol)}
+
+    def implied(e: Any) -> bool:
+        terms = e.args if isinstance(e, sympy.Add) else (e,)
+        for t in terms:
+            c, rest = t.as_coeff_Mul()
+            if t.is_number:
+                if t < 0:
+                    return False
+            elif c < 0 or not (rest in known or (isinstance(rest, sympy.Mul) and all(f in known for f in rest.args))):
+                return False
+        return True
+
+    out: list[Any] = []
+    for e in exprs:
+        if isinstance(e, sympy.Symbol):
+            skip = e in have or _is_dim(e, trace)
+        else:
+            skip = e in have or implied(e) or any(not isinstance(h, sympy.Symbol) and implied(sympy.expand(e - h))
+                                                  for h in have)
+        if skip:
+            continue
+        have.add(e)
+        out.append(sympy.Ge(e, 0))
+    return out
+
+
+def _is_dim(e: Any, trace: Trace) -> bool:
+    return any(isinstance(v.type, TensorType) and e in v.type.shape for v in trace.inputs)
+
+
+def _check_hints(pro: Prologue, trace: Trace, hints: dict[str, int]) -> None:
+    """A prologue whose own example (the hints) fails is a capture bug: say so at build time."""
+    if not hints:
+        return
+    env = {sympy.Symbol(k, integer=True): v for k, v in hints.items()}
+    for g in list(trace.guards):
+        try:
+            ok = bool(g.xreplace(env)) if hasattr(g, "xreplace") else bool(g)
+        except TypeError:
+            continue
+        if not ok:
+            raise GuardBuildError(f"the capture example violates its own guard {g} (hints {hints})")

@@ -1,0 +1,374 @@
+"""Plan: a Trace lowered to a guard prologue, nvFuser segments, fallback torch calls and
+write-backs, as one printed Python program that is also what runs.
+
+``lower(trace)`` builds the steps (``segments.partition``), decides every write-back
+(``writeback.plan_writebacks``), emits each segment's FusionDefinition (``emit``), writes
+the guard prologue (``guards``) and then generates::
+
+    def prologue(inputs): ...            # checks + symbol binding
+
+    @fusion
+    def seg0(fd): ...                    # FusionDefinition body, per segment
+
+    def computation(inputs):
+        env = prologue(inputs)           # raises GuardError before anything runs
+        a, b = inputs
+        [t0] = seg0.execute([a, b])      # nvFuser (or reference) segment
+        t1 = aten.mm.default(t0, b)      # fallback torch call
+        a.copy_(t1)                      # write-back after the last reader of old a
+        return [t1]
+
+The text is compiled once (``Plan.source``); ``fusion`` binds each segment function to
+the executor: the real ``nvfuser_direct`` frontend or ``frontend_ref``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import sympy
+import torch
+from satfuse.engine.ir import Node, TensorType, Trace, Var
+from satfuse.engine.vocab import IMPLS, is_opaque
+
+from . import frontend_ref, nvfuser_probe
+from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
+from .guards import GuardError, Prologue, build_prologue, pyexpr
+from .segments import Fallback, Segment, Step, partition
+from .writeback import Clone, WriteCopy, plan_writebacks
+
+EXECUTORS = ("auto", "reference", "nvfuser")
+
+
+class SegmentError(RuntimeError):
+    """A segment failed while running: names the segment, the generated line and the IR node."""
+
+
+class _Eager:
+    """``eager.<op>(...)``: the torch meaning of a vocabulary op (fallback steps)."""
+
+    def __init__(self) -> None:
+        for k, f in IMPLS.items():
+            setattr(self, k, f)
+
+
+EAGER = _Eager()
+
+
+# ---------------------------------------------------------------------- segment runners
+
+
+class _Fusion:
+    """What ``@fusion`` makes of ``def segN(fd)``: builds the definition once, runs it."""
+
+    def __init__(self, define: Callable, frontend: Any, emitted: EmittedSegment, plan_lines: list[str],
+                 first_line: int, real: bool):
+        self.define = define
+        self.frontend = frontend
+        self.emitted = emitted
+        self.fd: Any = None
+        self.real = real
+        self.plan_lines = plan_lines
+        self.first_line = first_line
+        self.alias_pos = [i for i, v in enumerate(emitted.inputs) if any(v is b for b, _ in emitted.aliases)]
+        self.calls = 0
+
+    def build(self) -> Any:
+        fd = self.frontend.FusionDefinition()
+        with fd:
+            self.define(fd)
+        return fd
+
+    def execute(self, inputs: list) -> list:
+        fd = self.fd
+        if fd is None:
+            fd = self.fd = self.build()
+        self.calls += 1
+        if not self.real:
+            try:
+                return fd.execute(inputs)
+            except Exception as e:
+                raise self._error(e) from e
+        args = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in inputs]
+        outs = fd.execute(args)
+        for i in self.alias_pos:  # a non-contiguous buffer was written through a contiguous copy
+            if args[i] is not inputs[i]:
+                inputs[i].copy_(args[i])
+        return outs
+
+    def _error(self, e: Exception) -> Exception:
+        tb = e.__traceback__
+        line = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == "<satfuse plan>":
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        rec = getattr(e, "satfuse_line", None)
+        line = rec or line
+        where = ""
+        if line is not None:
+            rel = line - self.first_line + 1
+            node = self.emitted.node_at(rel)
+            text = self.plan_lines[line - 1].strip() if 0 < line <= len(self.plan_lines) else ""
+            where = f" at plan line {line}: {text}" + (f" (IR: {node.outs[0].name} = {node.op})" if node else "")
+        return SegmentError(f"{self.emitted.name} failed{where}: {type(e).__name__}: {e}")
+
+
+def _frontend(executor: str) -> tuple[Any, bool]:
+    if executor == "nvfuser":
+        fe = nvfuser_probe.frontend()
+        if fe is None:
+            raise RuntimeError(f"executor='nvfuser' but {nvfuser_probe.probe()}")
+        return fe, True
+    return frontend_ref, False
+
+
+# ---------------------------------------------------------------------- rendering helpers
+
+
+class _Render:
+    def __init__(self, sym_local: dict[sympy.Symbol, str], local: Callable[[Var], str], consts: dict[str, Any]):
+        self.sym_local = sym_local
+        self.local = local
+        self.consts = consts
+
+    def value(self, a: Any, seq: str = "tuple") -> str:
+        if isinstance(a, Var):
+            return self.local(a)
+        if isinstance(a, sympy.Basic):
+            return pyexpr(a, self.sym_local)
+        if isinstance(a, (tuple, list)):
+            inner = ", ".join(self.value(x, seq) for x in a)
+            if seq == "list":
+                return f"[{inner}]"
+            return f"({inner},)" if len(a) == 1 else f"({inner})"
+        if isinstance(a, bool) or a is None or isinstance(a, (int, str)):
+            return repr(a)
+        if isinstance(a, float):
+            if math.isnan(a):
+                return "float('nan')"
+            if math.isinf(a):
+                return "float('inf')" if a > 0 else "float('-inf')"
+            return repr(a)
+        if isinstance(a, torch.dtype):
+            return str(a)
+        if isinstance(a, torch.device):
+            return f"torch.device({str(a)!r})"
+        if isinstance(a, (torch.layout, torch.memory_format)):
+            return str(a)
+        nm = f"_k{len(self.consts)}"
+        self.consts[nm] = a
+        return nm
+
+
+def _node_symbols(n: Node) -> set[sympy.Symbol]:
+    out: set[sympy.Symbol] = set()
+
+    def walk(x: Any) -> None:
+        if isinstance(x, sympy.Basic):
+            out.update(x.free_symbols)
+        elif isinstance(x, (tuple, list)):
+            for y in x:
+                walk(y)
+
+    walk(n.args)
+    walk(list(n.kwargs.values()))
+    return out
+
+
+# ---------------------------------------------------------------------- the plan
+
+
+@dataclass
+class Plan:
+    trace: Trace
+    steps: list[Any]
+    segments: list[Segment]
+    emitted: dict[str, EmittedSegment]
+    prologue: Prologue
+    source: str
+    executor: str
+    decisions: dict[str, str]
+    lower_seconds: float
+    _fn: Callable = None  # type: ignore[assignment]
+    _fusions: dict[str, _Fusion] = None  # type: ignore[assignment]
+
+    def __call__(self, *flat_inputs: Any) -> list:
+        return self._fn(flat_inputs)
+
+    def __str__(self) -> str:
+        return self.source
+
+    __repr__ = __str__
+
+    def stats(self) -> dict[str, Any]:
+        fb = [s for s in self.steps if isinstance(s, Fallback)]
+        return {
+            "segments": len(self.segments),
+            "fused_ops": sum(len(s.nodes) for s in self.segments),
+            "fallback_ops": len(fb),
+            "fallback_kinds": dict(Counter(s.node.op for s in fb)),
+            "aliased_writebacks": sum(len(s.aliases) for s in self.segments),
+            "copy_writebacks": sum(1 for s in self.steps if isinstance(s, WriteCopy)),
+            "clones": sum(1 for s in self.steps if isinstance(s, Clone)),
+            "guards": len(self.prologue.checks),
+            "executor": self.executor,
+        }
+
+    def definition(self, name: str) -> Callable:
+        """The raw ``def segN(fd)`` function (for building with another frontend)."""
+        return self._fusions[name].define
+
+
+def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = "auto") -> Plan:
+    """Lower ``trace`` to an executable :class:`Plan` (see the module docstring)."""
+    t0 = time.perf_counter()
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+    if executor == "auto":
+        cuda = any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda") for v in trace.inputs)
+        executor = "nvfuser" if cuda and nvfuser_probe.probe().available else "reference"
+    trace.lint()
+    prologue = build_prologue(trace, hints)
+    steps: list[Step] = partition(trace)
+    wb = plan_writebacks(trace, steps)
+    segments = [s for s in wb.steps if isinstance(s, Segment)]
+
+    # names: Vars keep theirs unless they clash with the program's globals
+    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inputs", "env", "float",
+                  "fail", "Tensor", "computation"} | {s.name for s in segments}
+    taken = {v.name for v in trace.inputs} | {o.name for n in trace.nodes for o in n.outs}
+    local_names: dict[int, str] = {}
+
+    def local(v: Var) -> str:
+        nm = local_names.get(id(v))
+        if nm is None:
+            nm = v.name
+            while nm in glob_names:
+                nm += "_"
+            local_names[id(v)] = nm
+        return nm
+
+    sym_local: dict[sympy.Symbol, str] = {}
+    for s in sorted(trace.symbols() | _all_symbols(trace), key=lambda s: s.name):
+        nm = s.name
+        while nm in taken or nm in glob_names:
+            nm += "_"
+        sym_local[s] = nm
+    emitted = {s.name: emit_segment(s, sym_local) for s in segments}
+    consts: dict[str, Any] = {}
+    r = _Render(sym_local, local, consts)
+
+    body: list[str] = []
+    used_syms: set[sympy.Symbol] = set()
+    in_names = [local(v) for v in trace.inputs]
+    for step in wb.steps:
+        if isinstance(step, Segment):
+            em = emitted[step.name]
+            args = []
+            for x in em.inputs:
+                if isinstance(x, Var):
+                    args.append(local(x))
+                else:
+                    used_syms |= x.free_symbols
+                    args.append(pyexpr(x, sym_local))
+            call = f"{step.name}.execute([{', '.join(args)}])"
+            outs = [local(o) for o in em.outputs]
+            if outs:
+                body.append(f"[{', '.join(outs)}] = {call}")
+            else:
+                body.append(call)
+            for b, v in step.aliases:
+                body.append(f"{local(v)} = {local(b)}  # {local(b)} now holds {v.name} (written in place by {step.name})")
+        elif isinstance(step, Fallback):
+            n = step.node
+            used_syms |= _node_symbols(n)
+            lhs = ", ".join(local(o) for o in n.outs)
+            if is_opaque(n.op):
+                parts = [r.value(a, "list") for a in n.args] + [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items()]
+                body.append(f"{lhs} = {n.op}({', '.join(parts)})  # fallback: {step.reason}")
+            else:
+                parts = [r.value(a) for a in n.args]
+                if n.op in ("iota", "full"):
+                    parts.append(f"device={n.out.type.device!r}")
+                body.append(f"{lhs} = eager.{n.op}({', '.join(parts)})  # fallback: {_short(step.reason)}")
+        elif isinstance(step, WriteCopy):
+            body.append(f"{local(step.buf)}.copy_({step.src})  # write-back {step.buf.name} <- {step.val.name}: "
+                        f"{step.reason}")
+        elif isinstance(step, Clone):
+            body.append(f"{step.name} = {local(step.var)}.clone()  # {step.reason}")
+    rets = []
+    for o in trace.outputs:
+        if isinstance(o, Var):
+            rets.append(wb.output_names.get(id(o), local(o)))
+        elif isinstance(o, sympy.Basic) and not o.is_number:
+            used_syms |= o.free_symbols
+            rets.append(pyexpr(o, sym_local))
+        else:
+            rets.append(r.value(o if not isinstance(o, sympy.Basic) else (int(o) if o.is_integer else float(o))))
+    body.append(f"return [{', '.join(rets)}]")
+    head = ["env = prologue(inputs)"]
+    if in_names:
+        head.append(f"{', '.join(in_names)}{',' if len(in_names) == 1 else ''} = inputs")
+    for s in sorted(used_syms, key=lambda s: s.name):
+        head.append(f"{sym_local[s]} = env[{s.name!r}]")
+    main = [f"def {trace.name if trace.name.isidentifier() else 'computation'}(inputs):"] + ["    " + x for x in head + body]
+
+    prov = f"# satfuse plan: {len(segments)} segment(s), {sum(isinstance(s, Fallback) for s in wb.steps)} fallback op(s); " \
+           f"nvFuser {NVFUSER_VERSION} (nvfuser_direct) mapping; executor: {executor}"
+    parts = [prov, "", prologue.source.rstrip("\n"), ""]
+    for s in segments:
+        parts += ["@fusion", emitted[s.name].source.rstrip("\n"), ""]
+    if wb.decisions:
+        parts += ["# write-backs:"] + [f"#   {b}: {d}" for b, d in wb.decisions.items()] + [""]
+    parts += main
+    source = "\n".join(parts) + "\n"
+
+    fe, real = _frontend(executor)
+    plan_lines = source.splitlines()
+    fusions: dict[str, _Fusion] = {}
+    first_lines = {s.name: plan_lines.index(f"def {s.name}(fd):") + 1 for s in segments}
+
+    def fusion(define: Callable) -> _Fusion:
+        f = _Fusion(define, fe, emitted[define.__name__], plan_lines, first_lines[define.__name__], real)
+        fusions[define.__name__] = f
+        return f
+
+    glob: dict[str, Any] = {}
+    glob.update(prologue.fn.__globals__)
+    glob.update({"prologue": prologue.fn, "fusion": fusion, "DataType": fe.DataType, "torch": torch,
+                 "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "__name__": "satfuse_plan"})
+    glob.update(consts)
+    code = compile(source, "<satfuse plan>", "exec")
+    exec(code, glob)
+    fn = glob[main[0][4:main[0].index("(")]]
+    plan = Plan(trace, wb.steps, segments, emitted, prologue, source, executor, wb.decisions,
+                time.perf_counter() - t0)
+    plan._fn = fn
+    plan._fusions = fusions
+    return plan
+
+
+def _all_symbols(trace: Trace) -> set[sympy.Symbol]:
+    out: set[sympy.Symbol] = set()
+    for n in trace.nodes:
+        out |= _node_symbols(n)
+        for o in n.outs:
+            out |= o.type.symbols()
+    for o in trace.outputs:
+        if isinstance(o, sympy.Basic):
+            out |= o.free_symbols
+    return out
+
+
+def _short(text: str) -> str:
+    return text.split(" (")[0] if len(text) > 60 else text
+
+
+__all__ = ["EXECUTORS", "GuardError", "Plan", "SegmentError", "lower"]
+_ = sys

@@ -1,0 +1,214 @@
+"""Partition a Trace into nvFuser segments and fallback torch calls.
+
+Greedy, in program order: each fusible node joins the current segment unless that would
+make the segment graph cyclic (one of its operands depends, through something outside
+the segment, on the segment itself) or would put a looked-up tensor (``slice``, ``pad``,
+``cat``, ``take_along_axis``, ``index_select``) inside the segment that reads it
+(``support.needs_segment_input``); otherwise it starts a new segment. Non-fusible nodes
+(opaque torch ops, ``gather``, ``scatter``, ``index_copy``, unsupported dtypes) become
+fallback steps. Steps are then ordered topologically (ties by creation order), so a
+segment that kept growing past a fallback it does not depend on runs after it.
+
+Segments are named ``seg0, seg1, ...`` in execution order; their inputs and outputs are
+sorted by name. A segment output is any value used outside the segment, by a
+write-back, or as a program output.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Union
+
+import sympy
+from satfuse.engine.ir import Node, Trace, Var
+from satfuse.engine.vocab import is_opaque
+
+from .support import fallback_reason, segment_input_vars
+
+
+@dataclass(eq=False)
+class Segment:
+    """A fused region: nodes in program order, inputs/outputs sorted by name.
+
+    ``aliases`` ((buffer input, value) pairs) are the in-place write-backs this segment
+    performs with ``add_output(value, alias_input=buffer)``; filled in by ``writeback.py``.
+    """
+
+    name: str
+    nodes: list[Node]
+    inputs: list[Var] = field(default_factory=list)
+    outputs: list[Var] = field(default_factory=list)
+    aliases: list[tuple[Var, Var]] = field(default_factory=list)
+    kind = "segment"
+
+    @property
+    def ops(self) -> list[str]:
+        return [n.op for n in self.nodes]
+
+    def __repr__(self) -> str:
+        return f"Segment({self.name}: {', '.join(self.ops)})"
+
+
+@dataclass(eq=False)
+class Fallback:
+    """One node run as a torch call (opaque aten op, or a vocabulary op nvFuser does not fuse)."""
+
+    node: Node
+    reason: str
+    kind = "fallback"
+
+    @property
+    def name(self) -> str:
+        return self.node.op
+
+    def __repr__(self) -> str:
+        return f"Fallback({self.node.op}: {self.reason})"
+
+
+Step = Union[Segment, Fallback]
+
+
+def data_inputs(n: Node) -> list[Var]:
+    """Vars whose *values* a fused node reads. ``copy_``'s destination gives only dtype and shape."""
+    if n.op == "copy_":
+        return [a for a in n.args[1:] if isinstance(a, Var)]
+    return n.inputs()
+
+
+def live_nodes(trace: Trace) -> list[Node]:
+    """Dead-code elimination: drop vocabulary nodes nothing needs (opaque ones are kept: they
+    may consume random state)."""
+    need: set[int] = set()
+    for o in trace.outputs:
+        if isinstance(o, Var):
+            need.add(id(o))
+    for buf, val in trace.writebacks:
+        need.add(id(val))
+    keep: list[Node] = []
+    for n in reversed(trace.nodes):
+        if is_opaque(n.op) or any(id(o) in need for o in n.outs):
+            keep.append(n)
+            for v in n.inputs():
+                need.add(id(v))
+    keep.reverse()
+    return keep
+
+
+def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
+    """Steps in execution order (see the module docstring)."""
+    nodes = live_nodes(trace) if nodes is None else nodes
+    groups: list[list[Node]] = []
+    kinds: list[str] = []
+    reasons: dict[int, str] = {}
+    deps: dict[int, int] = {}  # id(var) -> bitmask of groups the value depends on (incl. its own)
+    group_of: dict[int, int] = {}  # id(var) -> producing group
+    cur: int | None = None
+    for n in nodes:
+        ins = n.inputs()
+        mask = 0
+        for v in ins:
+            mask |= deps.get(id(v), 0)
+        reason = fallback_reason(n)
+        if reason is None:
+            ok = cur is not None
+            if ok:
+                bit = 1 << cur
+                for v in ins:
+                    g = group_of.get(id(v))
+                    if g is not None and g != cur and deps[id(v)] & bit:
+                        ok = False  # cur -> ... -> v -> n in cur: a cycle
+                        break
+                if ok and any(group_of.get(id(v)) == cur for v in segment_input_vars(n)):
+                    ok = False  # the looked-up tensor must come from outside the segment
+            if not ok:
+                groups.append([])
+                kinds.append("segment")
+                cur = len(groups) - 1
+            g = cur
+        else:
+            groups.append([])
+            kinds.append("fallback")
+            g = len(groups) - 1
+            reasons[g] = reason
+        groups[g].append(n)
+        assert g is not None
+        mask |= 1 << g
+        for o in n.outs:
+            deps[id(o)] = mask
+            group_of[id(o)] = g
+    order = _toposort(groups, group_of)
+    return _make_steps(trace, groups, kinds, reasons, order)
+
+
+def _toposort(groups: list[list[Node]], group_of: dict[int, int]) -> list[int]:
+    preds: list[set[int]] = [set() for _ in groups]
+    for g, ns in enumerate(groups):
+        for n in ns:
+            for v in n.inputs():
+                p = group_of.get(id(v))
+                if p is not None and p != g:
+                    preds[g].add(p)
+    succs: list[set[int]] = [set() for _ in groups]
+    for g, ps in enumerate(preds):
+        for p in ps:
+            succs[p].add(g)
+    indeg = [len(p) for p in preds]
+    ready = [g for g in range(len(groups)) if indeg[g] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        g = heapq.heappop(ready)
+        order.append(g)
+        for s in succs[g]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(ready, s)
+    if len(order) != len(groups):  # cannot happen by construction; say so loudly if it does
+        raise AssertionError("segment graph has a cycle")
+    return order
+
+
+def _make_steps(trace: Trace, groups: list[list[Node]], kinds: list[str], reasons: dict[int, str],
+                order: list[int]) -> list[Step]:
+    # where each value is used: by which group, or outside every group (outputs, write-backs)
+    group_of_node = {id(n): g for g, ns in enumerate(groups) for n in ns}
+    used_outside: dict[int, set[int]] = {}
+    for g, ns in enumerate(groups):
+        for n in ns:
+            reads = data_inputs(n) if kinds[g] == "segment" else n.inputs()
+            for v in reads:
+                used_outside.setdefault(id(v), set()).add(g)
+    exported: set[int] = {id(o) for o in trace.outputs if isinstance(o, Var)}
+    exported |= {id(val) for _, val in trace.writebacks}
+    steps: list[Step] = []
+    k = 0
+    for g in order:
+        ns = groups[g]
+        if kinds[g] == "fallback":
+            steps.append(Fallback(ns[0], reasons[g]))
+            continue
+        produced = {id(o) for n in ns for o in n.outs}
+        ins: dict[int, Var] = {}
+        for n in ns:
+            for v in data_inputs(n):
+                if id(v) not in produced:
+                    ins[id(v)] = v
+        outs = [o for n in ns for o in n.outs
+                if id(o) in exported or (used_outside.get(id(o), set()) - {g})]
+        seg = Segment(f"seg{k}", list(ns), sorted(ins.values(), key=lambda v: v.name), sorted(outs, key=lambda v: v.name))
+        assert all(group_of_node[id(n)] == g for n in ns)
+        steps.append(seg)
+        k += 1
+    return steps
+
+
+def symbols_of(x: object) -> set[sympy.Symbol]:
+    if isinstance(x, sympy.Basic):
+        return set(x.free_symbols)
+    if isinstance(x, (tuple, list)):
+        out: set[sympy.Symbol] = set()
+        for y in x:
+            out |= symbols_of(y)
+        return out
+    return set()

@@ -1,0 +1,161 @@
+"""Which IR ops nvFuser fuses, and under which constraints.
+
+One table, shared by the segmenter (``segments.py``), the emitter (``emit.py``) and the
+nvFuser cost model (engine), so that extraction prefers exactly the plans that lower
+well. Every row names where the fact comes from: ``notes/nvfuser.md`` (facts read from
+NVIDIA/Fuser at 0.2.36+git7e04d26 and from Thunder's nvFuser executor) or the Fuser
+source file itself.
+
+Public API:
+
+- ``SUPPORT``: op name -> :class:`Support` (nvFuser spelling, segment-input argument
+  positions, source of the fact, note).
+- ``is_fusible(node) -> bool``: the node can live inside an nvFuser segment.
+- ``needs_segment_input(node) -> list[int]``: argument positions whose tensors must be
+  inputs of the node's segment (the looked-up tensor of an indexing or shape-lookup op).
+- ``fallback_reason(node) -> str | None``: why a node runs as a torch call (for plans and stats).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from satfuse.engine.ir import Node, TensorType, Var
+from satfuse.engine.vocab import BINARY, OPS, REDUCTIONS, UNARY, is_opaque
+
+NOTES = "notes/nvfuser.md"
+OPS_CPP = "NVIDIA/Fuser python/python_direct/ops.cpp"
+
+#: IR dtype name -> nvfuser_direct DataType member (python/python_direct/enum.cpp; no Int8/Int16/UInt8)
+NVF_DTYPES: dict[str, str] = {
+    "f64": "Double", "f32": "Float", "f16": "Half", "bf16": "BFloat16",
+    "i64": "Int", "i32": "Int32", "b8": "Bool", "c64": "ComplexFloat", "c128": "ComplexDouble",
+}
+
+
+@dataclass(frozen=True)
+class Support:
+    """One row: ``fusible`` ops lower to ``nvf`` (the ``fd.ops`` name); ``segment_inputs``
+    lists argument positions that must be segment inputs; ``source`` says where the fact is from."""
+
+    op: str
+    fusible: bool
+    nvf: str | None
+    source: str
+    segment_inputs: tuple[int, ...] = ()
+    note: str = ""
+
+
+SUPPORT: dict[str, Support] = {}
+
+
+def _row(op: str, fusible: bool, nvf: str | None, source: str, segment_inputs: tuple[int, ...] = (), note: str = "") -> None:
+    SUPPORT[op] = Support(op, fusible, nvf, source, segment_inputs, note)
+
+
+for _n in UNARY:
+    _row(_n, True, _n, OPS_CPP + " (unary ops, positional-only)")
+for _n in BINARY:
+    _row(_n, True, _n, OPS_CPP + " (binary ops, positional-only; maximum/minimum are the elementwise names)")
+_row("where", True, "where", OPS_CPP)
+_row("cast", True, "cast", OPS_CPP)
+_row("sum", True, "sum", NOTES + " (sum/max/min(t, dims=, keepdim=, dtype=))")
+_row("prod", True, "prod", OPS_CPP)
+_row("amax", True, "max", NOTES + " (there is no amax name: max is the reduction)")
+_row("amin", True, "min", NOTES + " (there is no amin name: min is the reduction)")
+_row("broadcast_in_dim", True, "broadcast_in_dim", NOTES)
+_row("reshape", True, "reshape", NOTES)
+_row("permute", True, "permute", NOTES)
+_row("squeeze", True, "squeeze", OPS_CPP + " (only broadcast dims; other size-1 dims lower to reshape)")
+_row("slice", True, "slice", NOTES + " (looked-up tensor must be a segment input; strides must be 1)", (0,))
+_row("pad", True, "pad", NOTES + " (looked-up tensor must be a segment input)", (0,), "negative widths fall back")
+_row("cat", True, "cat", NOTES + " (looked-up tensors must be segment inputs)", (0,))
+_row("iota", True, "iota", NOTES + " (iota(length, start, step, dtype) + broadcast_in_dim)")
+_row("full", True, "full", NOTES)
+_row("take_along_axis", True, "take_along_axis", NOTES + " (looked-up tensor must be a segment input)", (0,),
+     "non-indexed extents must be equal (index may be broadcast)")
+_row("index_select", True, "index_select", NOTES + " (looked-up tensor must be a segment input)", (0,), "1-D index")
+_row("gather", False, "gather", NOTES + " (gather has no code generation: own ATen segment)",
+     note="prefer take_along_axis when non-indexed extents are equal")
+_row("scatter", False, "scatter", NOTES + " (scatter runs only in the ATen/greedy schedulers)",
+     note="prefer a one-hot where(iota == index, v, 0)")
+_row("index_copy", False, None, NOTES + " (no index_put/index_copy binding in ops.cpp)")
+_row("copy_", True, "cast", NOTES + " (in-place write-back: set + add_output(alias_input=))",
+     note="dst's value after dst.copy_(src): cast + broadcast of src")
+
+assert not (set(OPS) - set(SUPPORT)), set(OPS) - set(SUPPORT)
+assert set(REDUCTIONS) <= set(SUPPORT)
+
+
+def _tensor_types(node: Node) -> list[TensorType]:
+    ts = [v.type for v in node.inputs() if isinstance(v.type, TensorType)]
+    ts += [o.type for o in node.outs if isinstance(o.type, TensorType)]
+    return ts
+
+
+def fallback_reason(node: Node) -> str | None:
+    """None when the node fuses; else a short reason (shown in plans and stats)."""
+    op = node.op
+    if is_opaque(op):
+        return "opaque torch op"
+    row = SUPPORT.get(op)
+    if row is None:
+        return f"unknown op {op}"
+    if not row.fusible:
+        return row.source
+    for t in _tensor_types(node):
+        if t.dtype not in NVF_DTYPES:
+            return f"dtype {t.dtype} has no nvFuser DataType"
+    args = node.args
+    if op == "slice":
+        if any(s != 1 for s in args[3]):
+            return "slice strides must be 1 (ops.cpp)"
+    elif op == "pad":
+        if any(isinstance(w, int) and w < 0 for w in args[1]):
+            return "negative pad widths"
+    elif op == "iota":
+        if args[1] == "b8":
+            return "bool iota"
+    elif op == "take_along_axis":
+        x, idx, dim = args
+        if not (isinstance(x, Var) and isinstance(idx, Var)) or x.type.rank != idx.type.rank:
+            return "take_along_axis needs tensors of equal rank"
+        d = dim % max(x.type.rank, 1)
+        for i, (a, b) in enumerate(zip(x.type.shape, idx.type.shape)):
+            if i != d and a != b and b != 1:
+                return "take_along_axis: non-indexed extents differ"
+    elif op == "index_select":
+        x, _dim, idx = args
+        if not isinstance(idx, Var) or idx.type.rank != 1:
+            return "index_select needs a 1-D index"
+    elif op == "cat":
+        if not all(isinstance(t, Var) for t in args[0]):
+            return "cat of non-tensors"
+    elif op in ("reshape", "broadcast_in_dim", "full"):
+        pass
+    if op not in ("full", "iota") and not any(isinstance(a, Var) and a.is_tensor for a in node.inputs()):
+        return "no tensor operand"
+    return None
+
+
+def is_fusible(node: Node) -> bool:
+    """True when ``node`` can be part of an nvFuser segment."""
+    return fallback_reason(node) is None
+
+
+def needs_segment_input(node: Node) -> list[int]:
+    """Argument positions whose tensors must be inputs of the segment holding ``node``."""
+    row = SUPPORT.get(node.op)
+    return list(row.segment_inputs) if row is not None and row.fusible else []
+
+
+def segment_input_vars(node: Node) -> list[Var]:
+    """The tensors that must be segment inputs (flattening ``cat``'s tuple)."""
+    out: list[Var] = []
+    for p in needs_segment_input(node):
+        a: Any = node.args[p]
+        for v in a if isinstance(a, (tuple, list)) else (a,):
+            if isinstance(v, Var):
+                out.append(v)
+    return out

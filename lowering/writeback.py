@@ -1,0 +1,255 @@
+"""Alias-safe write-backs, decided by a read/write ordering analysis.
+
+A write-back ``(buf, val)`` says: when the program returns, the caller's tensor ``buf``
+holds ``val``; every reader of ``buf``'s *old* value (the input Var ``buf`` or any value
+that may share its storage) must still see the old value. For each write-back:
+
+1. *May-alias*: which values may share storage with which input (views inside or
+   outside segments: reshape/permute/squeeze/broadcast_in_dim/slice/cast, and opaque
+   torch ops whose schema marks an aliasing return).
+2. *Readers of the old value*: steps (segments, fallbacks, other write-back copies) that
+   read ``buf`` or a value that may alias it. ``copy_``'s destination is not a read (it
+   only gives dtype and shape).
+3. **Alias in place** (``add_output(o, alias_input=buf)`` in the segment ``P`` computing
+   ``val``) when ``P`` is a segment, no reader of the old value runs after ``P``, and inside
+   ``P`` every op that depends on the old value is elementwise on ``buf``'s exact shape (so
+   each element is read and then written by the same thread: no other thread, and no
+   later kernel of the segment, can observe a half-written buffer). Later readers of
+   ``val`` read ``buf`` itself.
+4. Otherwise **copy**: ``buf.copy_(val)`` right after the later of ``P`` and the last
+   reader of the old value.
+5. Program outputs that may alias an old value are cloned just before that buffer is
+   written; a write source that may alias a written buffer is cloned right after it is
+   produced.
+
+The analysis sees only the plan (steps + write-backs), never special cases of ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from satfuse.engine.ir import TensorType, Trace, Var
+from satfuse.engine.vocab import BINARY, UNARY, is_opaque, resolve_opaque
+
+from .emit import _same
+from .segments import Fallback, Segment, Step, data_inputs
+
+VIEW_OPS = {"reshape", "permute", "squeeze", "broadcast_in_dim", "slice", "cast"}
+ELEMENTWISE = set(UNARY) | set(BINARY) | {"where", "cast", "copy_"}
+
+
+@dataclass(eq=False)
+class WriteCopy:
+    """``buf.copy_(src)``: a write-back that cannot alias (scheduled after the last reader)."""
+
+    buf: Var
+    val: Var
+    src: str  # runtime name of the source (val, or its clone)
+    reason: str
+    kind = "copy"
+
+
+@dataclass(eq=False)
+class Clone:
+    """``name = var.clone()``: keeps a value whose storage is about to be overwritten."""
+
+    var: Var
+    name: str
+    reason: str
+    kind = "clone"
+
+
+@dataclass
+class WritebackPlan:
+    """Steps with write copies and clones inserted, plus what each write-back became."""
+
+    steps: list[Any]
+    decisions: dict[str, str] = field(default_factory=dict)  # buf name -> "alias in seg0" / "copy after ..."
+    lives_in: dict[int, Var] = field(default_factory=dict)  # id(val) -> buffer holding it after its write
+    output_names: dict[int, str] = field(default_factory=dict)  # id(output var) -> runtime name (clones)
+
+
+def _step_reads(step: Step) -> list[Var]:
+    if isinstance(step, Segment):
+        return list(step.inputs)
+    return step.node.inputs()
+
+
+def _opaque_aliasing(op: str) -> list[bool]:
+    try:
+        schema = resolve_opaque(op)._schema
+    except Exception:  # unknown op: assume every result may alias every input
+        return [True] * 8
+    return [r.alias_info is not None for r in schema.returns] or [False]
+
+
+def may_alias(trace: Trace, steps: list[Step]) -> dict[int, frozenset[int]]:
+    """id(var) -> ids of input Vars whose (old) storage the value may share."""
+    al: dict[int, frozenset[int]] = {}
+    for v in trace.inputs:
+        if isinstance(v.type, TensorType):
+            al[id(v)] = frozenset({id(v)})
+    nodes = []
+    for s in steps:
+        nodes.extend(s.nodes if isinstance(s, Segment) else [s.node])
+    for n in nodes:
+        src: frozenset[int] = frozenset()
+        for v in n.inputs():
+            src |= al.get(id(v), frozenset())
+        if not src:
+            continue
+        if is_opaque(n.op):
+            flags = _opaque_aliasing(n.op)
+            for i, o in enumerate(n.outs):
+                if flags[min(i, len(flags) - 1)]:
+                    al[id(o)] = src
+        elif n.op in VIEW_OPS:
+            a0 = n.args[0]
+            if isinstance(a0, Var) and id(a0) in al:
+                al[id(n.out)] = al[id(a0)]
+    return al
+
+
+def _pointwise_cone(seg: Segment, buf: Var) -> str | None:
+    """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape."""
+    dep = {id(buf)}
+    shape = buf.type.shape
+    for n in seg.nodes:
+        hit = [v for v in data_inputs(n) if id(v) in dep]
+        if not hit:
+            continue
+        o = n.outs[0]
+        if n.op not in ELEMENTWISE or len(n.outs) != 1:
+            return f"{n.op} reads it inside {seg.name}"
+        for v in hit + [o]:
+            t = v.type
+            if not isinstance(t, TensorType) or len(t.shape) != len(shape) or not all(
+                    _same(a, b) for a, b in zip(t.shape, shape)):
+                return f"{o.name} = {n.op}(...) broadcasts it inside {seg.name}"
+        dep.add(id(o))
+    return None
+
+
+def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
+    """Decide alias vs copy for every write-back of ``trace`` (see the module docstring)."""
+    wbs = list(trace.writebacks)
+    if not wbs:
+        return WritebackPlan(list(steps))
+    al = may_alias(trace, steps)
+    producer: dict[int, int] = {}
+    for i, s in enumerate(steps):
+        for n in s.nodes if isinstance(s, Segment) else [s.node]:
+            for o in n.outs:
+                producer[id(o)] = i
+    written = {id(b) for b, _ in wbs}
+    # inserts: (position, order, item); position i means "after step i" (-1: before everything)
+    inserts: list[tuple[float, int, Any]] = []
+    decisions: dict[str, str] = {}
+    lives_in: dict[int, Var] = {}
+    src_name: dict[int, str] = {}
+    taken: set[str] = {v.name for v in trace.inputs} | {o.name for n in trace.nodes for o in n.outs}
+
+    def fresh(base: str) -> str:
+        k = 0
+        while f"{base}_c{k}" in taken:
+            k += 1
+        taken.add(f"{base}_c{k}")
+        return f"{base}_c{k}"
+
+    # write sources that may alias a buffer that gets written: clone right after they exist
+    clone_pos: dict[int, float] = {}
+    for b, v in wbs:
+        if al.get(id(v), frozenset()) & written and id(v) not in src_name:
+            nm = fresh(v.name)
+            src_name[id(v)] = nm
+            pos = producer.get(id(v), -1)
+            clone_pos[id(v)] = pos
+            inserts.append((pos, 0, Clone(v, nm, "the write-back source shares storage with a written buffer")))
+
+    def readers_of(buf: Var) -> list[float]:
+        out = [float(i) for i, s in enumerate(steps)
+               if any(id(buf) in al.get(id(v), frozenset()) for v in _step_reads(s))]
+        for b, v in wbs:  # copies from values that live in buf's old storage read it too
+            if b is not buf and id(buf) in al.get(id(v), frozenset()):
+                out.append(clone_pos.get(id(v), float(len(steps))))
+        return out
+
+    for b, v in wbs:
+        reads = readers_of(b)
+        last = max(reads, default=-1.0)
+        p = producer.get(id(v))
+        why = None
+        if p is None:
+            why = "its value is not computed by a segment"
+        elif not isinstance(steps[p], Segment):
+            why = f"its value comes from the torch call {steps[p].node.op}"
+        elif last > p:
+            later = steps[int(last)] if last < len(steps) else None
+            why = f"the old value is read later (by {_step_label(later)})"
+        elif al.get(id(v)):
+            why = "its value may share storage with an input"
+        elif any(b2 is b for b2, _ in steps[p].aliases):
+            why = "already aliased"
+        else:
+            why = _pointwise_cone(steps[p], b) if float(p) in reads else None
+        if why is None:
+            seg = steps[p]
+            assert isinstance(seg, Segment)
+            seg.aliases.append((b, v))
+            if all(b is not x for x in seg.inputs):
+                seg.inputs = sorted(seg.inputs + [b], key=lambda x: x.name)
+            if v in seg.outputs and not _needed_as_plain(v, trace):
+                seg.outputs = [o for o in seg.outputs if o is not v]
+            lives_in[id(v)] = b
+            decisions[b.name] = f"aliased in {seg.name} (add_output alias_input={b.name})"
+            write_at = p - 0.5  # the write happens while P runs
+        else:
+            pos = max(last, float(p) if p is not None else -1.0)
+            src = src_name.get(id(v), v.name)
+            inserts.append((pos, 2, WriteCopy(b, v, src, why)))
+            lives_in[id(v)] = b
+            decisions[b.name] = f"copy after {_step_label(steps[int(pos)]) if pos >= 0 else 'the prologue'}: {why}"
+            write_at = pos
+        # program outputs that may alias the old value: clone them before the write
+        for o in trace.outputs:
+            if isinstance(o, Var) and id(b) in al.get(id(o), frozenset()) and id(o) not in lives_in:
+                nm = fresh(o.name)
+                inserts.append((write_at, 1, Clone(o, nm, f"{b.name} is written after this output is taken")))
+                src_name.setdefault(id(o), nm)
+    out_names = {}
+    for o in trace.outputs:
+        if isinstance(o, Var):
+            if id(o) in lives_in:
+                out_names[id(o)] = lives_in[id(o)].name
+            elif id(o) in src_name:
+                out_names[id(o)] = src_name[id(o)]
+    new_steps: list[Any] = []
+    inserts.sort(key=lambda t: (t[0], t[1]))
+    k = 0
+    for i in range(-1, len(steps)):
+        if i >= 0:
+            while k < len(inserts) and inserts[k][0] < i:
+                new_steps.append(inserts[k][2])
+                k += 1
+            new_steps.append(steps[i])
+        while k < len(inserts) and inserts[k][0] <= i:
+            new_steps.append(inserts[k][2])
+            k += 1
+    new_steps.extend(t[2] for t in inserts[k:])
+    return WritebackPlan(new_steps, decisions, lives_in, out_names)
+
+
+def _needed_as_plain(v: Var, trace: Trace) -> bool:
+    return False
+
+
+def _step_label(s: Any) -> str:
+    if s is None:
+        return "a program output"
+    if isinstance(s, Segment):
+        return s.name
+    if isinstance(s, Fallback):
+        return f"{s.node.outs[0].name} = {s.node.op}"
+    return type(s).__name__
