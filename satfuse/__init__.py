@@ -12,7 +12,7 @@ entry point) does not pull in the whole pipeline.
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Options", "Plan", "optimize"]
+__all__ = ["Options", "Plan", "jit", "optimize"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +20,8 @@ def __getattr__(name: str) -> Any:
         from satfuse import api
 
         return getattr(api, name)
+    if name == "jit":
+        from satfuse.jit import jit
+
+        return jit
     raise AttributeError(f"module 'satfuse' has no attribute {name!r}")

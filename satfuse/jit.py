@@ -1,0 +1,202 @@
+"""``satfuse.jit(fn)``: optimize a plain function once per case, guarded.
+
+The first call captures ``fn`` on fake copies of its inputs with int scalars and
+the chosen tensor dims symbolic (``engine/capture_graph.capture_symbolic``), then
+optimizes and lowers the trace. Every specialization the capture made (a branch
+picked by ``flag > 5``, a slice bound, a dim assumed ``>= 2``) is a guard of the
+plan; the generated prologue (``lowering/guards.py``) checks them on each call.
+A call no cached plan accepts is captured again for its own case (bounded by
+``max_plans``, then ``on_limit="raise"`` or ``"eager"``); if that capture fails
+too (torch itself rejects the inputs), the error names the guards that failed and
+the op that raised, and no input has been written::
+
+    f = satfuse.jit(fn, dynamic=True)
+    f(a, 3, 4); f(a, 2, 5)          # one compile: the second call hits
+    f.cache.stats()                 # hits, misses, compiles, guard_us_per_call
+    print(f.last_plan)              # guards, segments, write-backs of the last plan run
+
+Calls whose tensors require grad (with grad enabled) run eagerly: plans have no
+backward; use ``torch.compile(backend="satfuse")`` for training.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import time
+import types
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from satfuse.lowering.cache import Entry, PlanCache, RunEagerly
+from satfuse.lowering.guards import GuardError
+
+_LEAF_TYPES = (torch.Tensor, int, float, bool)
+_FAST_TYPES = frozenset({torch.Tensor, int, float, bool})
+
+
+class Jitted:
+    """The callable ``satfuse.jit`` returns. ``cache`` (a PlanCache: ``.stats()``),
+    ``last_plan`` (the ``satfuse.Plan`` run by the last call), ``plans`` (all of them)."""
+
+    def __init__(self, fn: Callable, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,
+                 on_limit: str = "raise", **options: Any) -> None:
+        from satfuse.api import Options
+
+        if "dynamic" in options:
+            raise TypeError("pass dynamic= once")
+        self.fn = fn
+        self.dynamic = dynamic
+        self.options = Options(**options)
+        self.cache = PlanCache(max_plans, on_limit, name=f"satfuse.jit({getattr(fn, '__name__', 'fn')})")
+        self.last_plan: Any = None
+        self.grad_eager_calls = 0
+        self._specs: dict[int, Any] = {}
+        self._catalogue: Any = None
+        functools.update_wrapper(self, fn)
+
+    @property
+    def plans(self) -> list[Any]:
+        return [e.plan for e in self.cache.entries]
+
+    def stats(self) -> dict[str, Any]:
+        s = self.cache.stats()
+        s["grad_eager_calls"] = self.grad_eager_calls
+        return s
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs and all(type(a) in _FAST_TYPES for a in args):
+            n = len(args)
+            spec = self._specs.get(n)
+            if spec is None:
+                spec = self._specs[n] = pytree.tree_flatten((args, {}))[1]
+            inputs: Sequence[Any] = args
+            key: Any = (spec, ())
+        else:
+            leaves, spec = pytree.tree_flatten((args, kwargs))
+            inputs = [x for x in leaves if isinstance(x, _LEAF_TYPES)]
+            key = (spec, tuple(_const_key(x) for x in leaves if not isinstance(x, _LEAF_TYPES)))
+        if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
+            self.grad_eager_calls += 1
+            return self.fn(*args, **kwargs)
+        entry, _env = self.cache.get(inputs, lambda: self._compile(args, kwargs, key, inputs), key)
+        if entry is None:  # cache full with on_limit="eager", or aliased inputs a plan would mutate
+            return self.fn(*args, **kwargs)
+        plan = entry.plan
+        self.last_plan = plan
+        outs = entry.info["run"](*inputs)
+        out_spec = entry.info["out_spec"]
+        if out_spec is None:
+            return outs
+        return pytree.tree_unflatten(list(outs), out_spec)
+
+    # ------------------------------------------------------------------ compile
+    def _compile(self, args: tuple, kwargs: dict, key: Any, inputs: Sequence[Any]) -> Entry:
+        from satfuse.api import Plan
+        from satfuse.engine.capture_graph import capture_symbolic
+        from satfuse.engine.optimize import optimize_trace
+        from satfuse.lowering import lower
+        from satfuse.lowering.guards import build_prologue
+
+        opts = self.options
+        cap = capture_symbolic(self.fn, *args, dynamic=self.dynamic, **kwargs)
+        timings = {"capture": cap.seconds}
+        if cap.trace.writebacks and _aliased(cap.trace, inputs):
+            raise RunEagerly("a mutated input shares memory with another input")
+        if self._catalogue is None:
+            self._catalogue = opts.catalogue()
+        cat = self._catalogue
+        phases = list(opts.phases) if opts.phases is not None else cat.phases
+        hints = cap.symbol_hints
+        engine = optimize_trace(cap.trace, cat.sources, phases, target=opts.target, hints=hints,
+                                budget=opts.budget, extractor=opts.extractor)
+        timings.update(engine.timings)
+        t0 = time.perf_counter()
+        lowered = lower(engine.trace, hints=hints, executor=opts.executor)
+        timings["lower"] = time.perf_counter() - t0
+        plan = Plan(lowered, cap, engine, timings)
+        prologue = getattr(lowered, "prologue", None)
+        if not callable(prologue):
+            prologue = build_prologue(engine.trace, hints)
+        check = prologue
+        if engine.trace.writebacks:
+            check = _alias_checked(prologue, engine.trace)
+        run = getattr(lowered, "run_unchecked", None) or lowered
+        return Entry(check=check, plan=plan, key=key, info={"out_spec": cap.out_spec, "run": run})
+
+    def __repr__(self) -> str:
+        return f"<satfuse.jit {getattr(self.fn, '__qualname__', self.fn)} {self.cache!r}>"
+
+
+def _const_key(x: Any) -> Any:
+    try:
+        hash(x)
+        return x
+    except TypeError:
+        return ("id", id(x))
+
+
+def _aliased(trace: Any, inputs: Sequence[Any]) -> bool:
+    """Does a mutated tensor input share memory with another tensor input?"""
+    written = {id(b) for b, _ in trace.writebacks}
+    ptrs: dict[int, int] = {}
+    for v, x in zip(trace.inputs, inputs):
+        if isinstance(x, torch.Tensor):
+            p = x.untyped_storage().data_ptr()
+            if p in ptrs and (id(v) in written or ptrs[p] in written) and x.numel() > 0:
+                return True
+            ptrs.setdefault(p, id(v))
+    return False
+
+
+def _alias_checked(prologue: Callable, trace: Any) -> Callable:
+    """The prologue, plus: no mutated input shares memory with another input (eager would
+    see the write through the alias; the plan reads the old values)."""
+    written_ids = {id(b) for b, _ in trace.writebacks}
+    written = tuple(i for i, v in enumerate(trace.inputs) if id(v) in written_ids)
+    others = tuple(i for i, v in enumerate(trace.inputs) if id(v) not in written_ids and v.is_tensor)
+    names = ", ".join(trace.inputs[i].name for i in written)
+
+    def check(inputs: Sequence[Any]) -> Any:
+        env = prologue(inputs)
+        ws = {inputs[i].untyped_storage().data_ptr() for i in written}
+        if len(ws) < len(written) or any(inputs[j].untyped_storage().data_ptr() in ws for j in others):
+            if _aliased(trace, inputs):
+                raise _AliasError(f"guard failed: an input shares memory with a mutated input ({names})")
+        return env
+
+    check.__wrapped__ = prologue  # type: ignore[attr-defined]
+    return check
+
+
+class _AliasError(GuardError):
+    pass
+
+
+def jit(fn: Callable | None = None, *, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,
+        on_limit: str = "raise", **options: Any) -> Any:
+    """Wrap ``fn`` so each call runs a cached, guarded satfuse plan (see module doc).
+
+    ``dynamic``: True (every int scalar and tensor dim symbolic), False (all baked in,
+    each distinct value is its own plan), or a list of argument positions / keyword
+    names to make dynamic. ``max_plans``/``on_limit`` bound the cache. Other keywords are
+    ``satfuse.Options`` fields (target, rules, executor, budget, ...). Usable as a
+    decorator with or without arguments.
+    """
+    if fn is None:
+        return lambda f: Jitted(f, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, **options)
+    return Jitted(fn, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, **options)
+
+
+class _CallableModule(types.ModuleType):
+    """``satfuse.jit`` is both this module and the function: once the submodule is imported,
+    Python binds the package attribute ``satfuse.jit`` to the module, which must stay callable."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return jit(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

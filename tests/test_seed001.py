@@ -1,0 +1,90 @@
+"""Seed 001: dynamic scalar inputs with guards (the flag program Thunder got wrong, the
+split program), under ``satfuse.jit``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from satfuse.lowering.cache import RecompileError
+
+import satfuse
+
+SPLIT_CALLS = [(3, 4), (2, 5), (4, 4), (1, 4), (3, 3), (5, 2), (6, 1), (2, 2), (7, 1), (1, 1), (4, 2), (0, 3), (3, 7)]
+
+
+def flag_program(flag):
+    if flag > 5:
+        return torch.ones(1)
+    return torch.zeros(1)
+
+
+def split_program(a, dim0, dim1):
+    dim2 = a.size(2) - dim0 - dim1
+    return torch.split(a, (dim0, dim1, dim2), dim=2)
+
+
+def split_inplace(a, dim0, dim1):
+    a.mul_(2)
+    dim2 = a.size(2) - dim0 - dim1
+    return torch.split(a, (dim0, dim1, dim2), dim=2)
+
+
+def test_flag_program_guards_the_branch():
+    f = satfuse.jit(flag_program, dynamic=True)
+    assert torch.equal(f(6), torch.ones(1))
+    assert f.cache.compiles == 1
+    assert torch.equal(f(0), torch.zeros(1))  # Thunder returned ones here
+    assert f.cache.compiles == 2
+    assert torch.equal(f(7), torch.ones(1))  # served by the first plan
+    assert torch.equal(f(-3), torch.zeros(1))  # ints are unspecified symbols: negatives share the 2nd plan
+    s = f.cache.stats()
+    print(f"\nflag program: {s['compiles']} compiles, {s['hits']} hits, {s['misses']} misses, "
+          f"{s['guard_us_per_call']:.2f} us/call in guards")
+    assert s["compiles"] == 2 and s["hits"] == 2
+    assert f.cache.entries[0].hits == 2  # f(6), f(7)
+    text = str(f.plans[0].lowered.prologue)
+    assert "flag > 5" in text
+
+
+def test_split_program_13_calls():
+    a = torch.randn(2, 3, 10, generator=torch.Generator().manual_seed(0))
+    f = satfuse.jit(split_program, dynamic=True)
+    for d0, d1 in SPLIT_CALLS:
+        got = f(a, d0, d1)
+        want = split_program(a, d0, d1)
+        assert len(got) == 3
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and torch.equal(g, w), (d0, d1)
+    s = f.cache.stats()
+    print(f"\nsplit program under satfuse.jit(dynamic=True): {s['compiles']} compile(s) for {len(SPLIT_CALLS)} calls, "
+          f"{s['guard_us_per_call']:.2f} us/call in guards")
+    assert s["compiles"] <= 2
+    assert s["hits"] == len(SPLIT_CALLS) - s["compiles"]
+
+
+def test_split_program_capture_with_one_specializes():
+    """torch specializes dim0 == 1 when it is the capture example (slice bound): that plan
+    is guarded by dim0 == 1 and a general call recompiles rather than reusing it."""
+    a = torch.randn(2, 3, 10)
+    f = satfuse.jit(split_program, dynamic=True)
+    f(a, 1, 4)
+    got = f(a, 3, 4)
+    assert all(torch.equal(g, w) for g, w in zip(got, split_program(a, 3, 4)))
+    print(f"\nsplit program starting at dim0=1: {f.cache.compiles} compiles")
+    assert f.cache.compiles <= 2
+
+
+@pytest.mark.parametrize("fn", [split_program, split_inplace], ids=["split", "split_inplace"])
+def test_split_bad_input_names_guard_and_leaves_input(fn):
+    a = torch.randn(2, 3, 10)
+    f = satfuse.jit(fn, dynamic=True)
+    f(a, 3, 4)
+    before = a.clone()
+    with pytest.raises(RecompileError) as ei:
+        f(a, 11, 1)  # dim0 > a.size(2): torch itself rejects it
+    msg = str(ei.value)
+    print("\n" + msg)
+    assert "a.shape[2] - dim0 - dim1 >= 0" in msg  # the failing guard, in the caller's terms
+    assert "dim0=11" in msg
+    assert "split_with_sizes" in msg  # the op that rejected the new capture
+    assert torch.equal(a, before)  # no partial write (eager would have doubled a first)
