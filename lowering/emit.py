@@ -119,6 +119,7 @@ class _Emitter:
         self.shape: dict[str, tuple[Extent, ...]] = {}
         self.dtype: dict[str, str] = {}
         self.bcast: dict[str, frozenset[int]] = {}
+        self.expanded: dict[str, frozenset[int]] = {}  # dims that are expanded broadcasts (stride 0)
         self.is_input: set[str] = set()
         self.used: set[str] = {"fd", "DataType", "float", "int", "bool"}
         for n in seg.nodes:
@@ -146,11 +147,13 @@ class _Emitter:
     def line(self, text: str) -> None:
         self.lines.append((text, self.node))
 
-    def new(self, name: str, expr: str, shape: tuple, dtype: str, bcast: frozenset[int] = frozenset()) -> str:
+    def new(self, name: str, expr: str, shape: tuple, dtype: str, bcast: frozenset[int] = frozenset(),
+            expanded: frozenset[int] = frozenset()) -> str:
         self.line(f"{name} = {expr}")
         self.shape[name] = tuple(shape)
         self.dtype[name] = dtype
         self.bcast[name] = frozenset(bcast)
+        self.expanded[name] = frozenset(expanded)
         return name
 
     # ------------------------------------------------------------ extents
@@ -220,7 +223,8 @@ class _Emitter:
     def cast(self, h: str, to: str) -> str:
         if self.dtype.get(h) == to or h not in self.dtype:
             return h
-        return self.new(self.fresh(h), f"fd.ops.cast({h}, dtype={dt(to)})", self.shape[h], to, self.bcast[h])
+        return self.new(self.fresh(h), f"fd.ops.cast({h}, dtype={dt(to)})", self.shape[h], to, self.bcast[h],
+                        self.expanded.get(h, frozenset()))
 
     def broadcast_to(self, h: str, out: tuple, bdims: tuple[int, ...] | None = None, name: str | None = None) -> str:
         """Explicit torch-style broadcast of handle ``h`` to ``out`` (right-aligned unless ``bdims``)."""
@@ -255,8 +259,10 @@ class _Emitter:
             shape_txt.append(self.extent(out[d]))
         nb = frozenset(d for d in range(r) if d not in bdims and _same(out[d], 1))
         nb |= frozenset(bdims[i] for i in bc if _same(out[bdims[i]], 1))
+        ex = frozenset(d for d in range(r) if d not in bdims and not _same(out[d], 1))
+        ex |= frozenset(bdims[i] for i in expand) | frozenset(bdims[i] for i in self.expanded.get(h, ()))
         return self.new(name or self.fresh(h), f"fd.ops.broadcast_in_dim({h}, shape=[{', '.join(shape_txt)}], "
-                        f"broadcast_dims={list(bdims)})", out, self.dtype[h], nb)
+                        f"broadcast_dims={list(bdims)})", out, self.dtype[h], nb, ex)
 
     # ------------------------------------------------------------ segment
     def run(self) -> EmittedSegment:
@@ -283,6 +289,7 @@ class _Emitter:
                                f"dtype={dt(t.dtype)}{cpu})", None))
                 self.shape[nm], self.dtype[nm] = t.shape, t.dtype
                 self.bcast[nm] = frozenset(i for i, e in enumerate(t.shape) if e == 1)
+                self.expanded[nm] = frozenset()
                 self.is_input.add(nm)
                 for d, e in enumerate(t.shape):
                     if isinstance(e, sympy.Expr) and e not in self.size_src:
@@ -311,6 +318,14 @@ class _Emitter:
             if not all(_same(x, y) for x, y in zip(self.shape[h], b.type.shape)) or len(self.shape[h]) != b.type.rank:
                 h = self.broadcast_to(h, b.type.shape)
             h = self.cast(h, b.type.dtype)
+            if self.expanded.get(h):
+                # an expanded broadcast cannot take the buffer's layout (selfReplay assert in
+                # aliasOutputToInput): materialize it with an exact identity, v + (-0.0)
+                zero = {"b8": "False"}.get(b.type.dtype, "0" if b.type.dtype in INT_DTYPES else "-0.0")
+                z = self.new(self.fresh("zeros"), f"fd.ops.full(shape={self.shape_list(b.type.shape)}, fill_value={zero}, "
+                             f"dtype={dt(b.type.dtype)})", b.type.shape, b.type.dtype)
+                opn = "logical_or" if b.type.dtype == "b8" else "add"
+                h = self.new(self.fresh(h), f"fd.ops.{opn}({h}, {z})", b.type.shape, b.type.dtype)
             o = self.new(self.fresh(f"{b.name}_new"), f"fd.ops.set({h})", b.type.shape, b.type.dtype)
             self.line(f"fd.add_output({o}, alias_input={b.name})")
         for e, nm in self.extent_inputs:
@@ -478,12 +493,13 @@ class _Emitter:
             else:
                 ops_txt.append(self.operand(x))
         cast_back = op not in PREDICATES and (ot.dtype in ("f16", "bf16", "b8") or op == "pow")
-        bc = frozenset.intersection(*[self.bcast[t] for t in ops_txt if t in self.bcast]) if any(
-            t in self.bcast for t in ops_txt) else frozenset()
+        tens = [t for t in ops_txt if t in self.bcast]
+        bc = frozenset.intersection(*[self.bcast[t] for t in tens]) if tens else frozenset()
+        ex = frozenset.intersection(*[self.expanded[t] for t in tens]) if tens else frozenset()
         target = self.fresh(out.name) if cast_back else out.name
-        self.new(target, f"fd.ops.{op}({', '.join(ops_txt)})", ot.shape, "?" if cast_back else ot.dtype, bc)
+        self.new(target, f"fd.ops.{op}({', '.join(ops_txt)})", ot.shape, "?" if cast_back else ot.dtype, bc, ex)
         if cast_back:
-            self.new(out.name, f"fd.ops.cast({target}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc)
+            self.new(out.name, f"fd.ops.cast({target}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc, ex)
         self.h[id(out)] = out.name
 
     def reduction(self, n: Node) -> None:

@@ -221,8 +221,19 @@ class Plan:
         }
 
     def definition(self, name: str) -> Callable:
-        """The raw ``def segN(fd)`` function (for building with another frontend)."""
+        """The ``def segN(fd)`` function as the plan runs it (bound to the plan's executor)."""
         return self._fusions[name].define
+
+    def build_definition(self, name: str, frontend: Any = None) -> Any:
+        """Build segment ``name``'s FusionDefinition from its exact emitted text with ``frontend``
+        (a module with ``FusionDefinition`` and ``DataType``: nvfuser_direct, or frontend_ref)."""
+        fe = frontend or frontend_ref
+        ns: dict[str, Any] = {"DataType": fe.DataType}
+        exec(compile(self.emitted[name].source, f"<satfuse {name}>", "exec"), ns)
+        fd = fe.FusionDefinition()
+        with fd:
+            ns[name](fd)
+        return fd
 
 
 def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = "auto") -> Plan:
