@@ -97,7 +97,7 @@ def mixed_dtypes(x, i, h):
 
 
 def one_hot(y):
-    return (torch.arange(16) == y[:, None]).float() * 3
+    return (torch.arange(16, device=y.device) == y[:, None]).float() * 3
 
 
 def shapes(x, y):
