@@ -136,13 +136,13 @@ class _Emitter:
 
     # ------------------------------------------------------------ names and lines
     def fresh(self, hint: str) -> str:
-        base = hint
-        while True:
-            self.counter += 1
-            cand = f"{base}_{self.counter}"
-            if cand not in self.used:
-                self.used.add(cand)
-                return cand
+        """``hint`` itself when free, else ``hint2``, ``hint3``, ..."""
+        cand, k = hint, 1
+        while cand in self.used:
+            k += 1
+            cand = f"{hint}{k}"
+        self.used.add(cand)
+        return cand
 
     def line(self, text: str) -> None:
         self.lines.append((text, self.node))
@@ -176,7 +176,7 @@ class _Emitter:
             nm = self.extent(terms[0])
             for t in terms[1:]:
                 c, _ = t.as_coeff_Mul()
-                acc = self.fresh("x")
+                acc = self.fresh("ext")
                 if c < 0:
                     self.line(f"{acc} = fd.ops.sub({nm}, {self.extent(-t)})")
                 else:
@@ -186,15 +186,15 @@ class _Emitter:
             fs = e.as_ordered_factors()
             nm = self.extent(fs[0])
             for f in fs[1:]:
-                acc = self.fresh("x")
+                acc = self.fresh("ext")
                 self.line(f"{acc} = fd.ops.mul({nm}, {self.extent(f)})")
                 nm = acc
         elif isinstance(e, (tsf.FloorDiv, tsf.CleanDiv)):
-            nm = self.fresh("x")
+            nm = self.fresh("ext")
             a, b = (self.extent(x) for x in e.args)
             self.line(f"{nm} = fd.ops.div({a}, {b})")
         elif isinstance(e, (sympy.Max, sympy.Min)) and len(e.args) == 2:
-            nm = self.fresh("x")
+            nm = self.fresh("ext")
             a, b = (self.extent(x) for x in e.args)
             self.line(f"{nm} = fd.ops.{'maximum' if isinstance(e, sympy.Max) else 'minimum'}({a}, {b})")
         else:  # anything else is computed by the plan and passed in
@@ -223,7 +223,7 @@ class _Emitter:
     def cast(self, h: str, to: str) -> str:
         if self.dtype.get(h) == to or h not in self.dtype:
             return h
-        return self.new(self.fresh(h), f"fd.ops.cast({h}, dtype={dt(to)})", self.shape[h], to, self.bcast[h],
+        return self.new(self.fresh(f"{h}_{to}"), f"fd.ops.cast({h}, dtype={dt(to)})", self.shape[h], to, self.bcast[h],
                         self.expanded.get(h, frozenset()))
 
     def broadcast_to(self, h: str, out: tuple, bdims: tuple[int, ...] | None = None, name: str | None = None) -> str:
@@ -245,7 +245,7 @@ class _Emitter:
             # a size-1 dim that nvFuser does not know is a broadcast: drop it, then broadcast
             keep = [i for i in range(len(ins)) if i not in expand]
             kept = tuple(ins[i] for i in keep)
-            h = self.new(self.fresh(h), f"fd.ops.reshape({h}, new_shape={self.shape_list(kept)})", kept,
+            h = self.new(self.fresh(f"{h}_r"), f"fd.ops.reshape({h}, new_shape={self.shape_list(kept)})", kept,
                          self.dtype[h], frozenset())
             bdims = tuple(bdims[i] for i in keep)
             ins, bc = kept, frozenset()
@@ -261,7 +261,7 @@ class _Emitter:
         nb |= frozenset(bdims[i] for i in bc if _same(out[bdims[i]], 1))
         ex = frozenset(d for d in range(r) if d not in bdims and not _same(out[d], 1))
         ex |= frozenset(bdims[i] for i in expand) | frozenset(bdims[i] for i in self.expanded.get(h, ()))
-        return self.new(name or self.fresh(h), f"fd.ops.broadcast_in_dim({h}, shape=[{', '.join(shape_txt)}], "
+        return self.new(name or self.fresh(f"{h}_b"), f"fd.ops.broadcast_in_dim({h}, shape=[{', '.join(shape_txt)}], "
                         f"broadcast_dims={list(bdims)})", out, self.dtype[h], nb, ex)
 
     # ------------------------------------------------------------ segment
@@ -308,11 +308,13 @@ class _Emitter:
                 raise EmitError(f"{seg.name}: node {n.outs[0].name} = {n.op}(...): {type(e).__name__}: {e}") from e
         self.node = None
         outputs = list(seg.outputs)
+        taken: set[str] = set()  # handles already added as outputs
         for o in outputs:
             h = self.h[id(o)]
             if h in self.is_input:
-                h = self.new(self.fresh(h), f"fd.ops.set({h})", self.shape[h], self.dtype[h], self.bcast[h])
+                h = self.new(self.fresh(f"{h}_out"), f"fd.ops.set({h})", self.shape[h], self.dtype[h], self.bcast[h])
             self.line(f"fd.add_output({h})")
+            taken.add(h)
         for b, v in seg.aliases:
             h = self.h[id(v)]
             if not all(_same(x, y) for x, y in zip(self.shape[h], b.type.shape)) or len(self.shape[h]) != b.type.rank:
@@ -325,9 +327,11 @@ class _Emitter:
                 z = self.new(self.fresh("zeros"), f"fd.ops.full(shape={self.shape_list(b.type.shape)}, fill_value={zero}, "
                              f"dtype={dt(b.type.dtype)})", b.type.shape, b.type.dtype)
                 opn = "logical_or" if b.type.dtype == "b8" else "add"
-                h = self.new(self.fresh(h), f"fd.ops.{opn}({h}, {z})", b.type.shape, b.type.dtype)
-            o = self.new(self.fresh(f"{b.name}_new"), f"fd.ops.set({h})", b.type.shape, b.type.dtype)
-            self.line(f"fd.add_output({o}, alias_input={b.name})")
+                h = self.new(self.fresh(f"{h}_dense"), f"fd.ops.{opn}({h}, {z})", b.type.shape, b.type.dtype)
+            if h in self.is_input or h in taken:  # an input or a visible output: alias a copy (Thunder's idiom)
+                h = self.new(self.fresh(f"{b.name}_new"), f"fd.ops.set({h})", b.type.shape, b.type.dtype)
+            self.line(f"fd.add_output({h}, alias_input={b.name})")
+            taken.add(h)
         for e, nm in self.extent_inputs:
             header.append((f"{nm} = fd.define_scalar(dtype=DataType.Int)", None))
             inputs.append(e)
@@ -417,7 +421,7 @@ class _Emitter:
             if rank == 1:
                 self.h[id(out)] = self.new(name, f"fd.ops.iota({ln}, {start}, {step}, dtype={dt(dtype)})", ot.shape, dtype)
                 return
-            t = self.new(self.fresh(name), f"fd.ops.iota({ln}, {start}, {step}, dtype={dt(dtype)})", (length,), dtype)
+            t = self.new(self.fresh(f"{name}_1d"), f"fd.ops.iota({ln}, {start}, {step}, dtype={dt(dtype)})", (length,), dtype)
             self.h[id(out)] = self.broadcast_to(t, ot.shape, (dim,), name=name)
             return
         if op == "full":
@@ -496,7 +500,7 @@ class _Emitter:
         tens = [t for t in ops_txt if t in self.bcast]
         bc = frozenset.intersection(*[self.bcast[t] for t in tens]) if tens else frozenset()
         ex = frozenset.intersection(*[self.expanded[t] for t in tens]) if tens else frozenset()
-        target = self.fresh(out.name) if cast_back else out.name
+        target = self.fresh(f"{out.name}_nvf") if cast_back else out.name
         self.new(target, f"fd.ops.{op}({', '.join(ops_txt)})", ot.shape, "?" if cast_back else ot.dtype, bc, ex)
         if cast_back:
             self.new(out.name, f"fd.ops.cast({target}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc, ex)
@@ -529,7 +533,7 @@ class _Emitter:
         if res_dt == ot.dtype:
             self.new(out.name, f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape, ot.dtype, bc)
         else:
-            t = self.new(self.fresh(out.name), f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape,
+            t = self.new(self.fresh(f"{out.name}_acc"), f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape,
                          res_dt, bc)
             self.new(out.name, f"fd.ops.cast({t}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc)
         self.h[id(out)] = out.name

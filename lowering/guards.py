@@ -204,13 +204,28 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
     shown: dict[sympy.Symbol, str] = {}  # symbol -> readable origin ("a.shape[2]", "dim0")
     used_names = {v.name for v in ins} | {"inputs", "fail", "Tensor", "isinstance", "type", "int", "float", "bool"}
     checks: list[Check] = []
+    groups: list[list[Check]] = [[Check("", f"expected {len(ins)} inputs ({', '.join(v.name for v in ins)})", ())]]
+    pending: list[Check] = []
     body: list[str] = []
     where: dict[str, str] = {}
 
     def check(cond: str, text: str, idx: tuple[int, ...]) -> None:
+        c = Check(cond, text, idx)
+        pending.append(c)
+        checks.append(c)
+
+    def flush(comment: str = "") -> None:
+        """One ``if`` per group of checks; on failure ``fail`` finds the first failing one."""
+        if not pending:
+            return
+        cond = " and ".join(f"({c.cond})" if " or " in c.cond else c.cond for c in pending)
+        note = comment or (pending[0].text if len(pending) == 1 and pending[0].text != pending[0].cond else "")
+        if note:
+            body.append(f"    # {note}")
         body.append(f"    if not ({cond}):")
-        body.append(f"        fail({len(checks)}, inputs)  # {text}")
-        checks.append(Check(cond, text, idx))
+        body.append(f"        fail({len(groups)}, locals())")
+        groups.append(list(pending))
+        pending.clear()
 
     def sym_local(s: sympy.Symbol) -> str:
         n = s.name
@@ -222,8 +237,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
     # 1. kinds, dtypes, devices, ranks
     n = len(ins)
     body.append(f"    if len(inputs) != {n}:")
-    body.append(f"        fail({len(checks)}, inputs)  # {n} inputs")
-    checks.append(Check("", f"expected {n} inputs ({', '.join(v.name for v in ins)})", ()))
+    body.append("        fail(0, locals())")
     body.append(f"    {', '.join(v.name for v in ins)}{',' if n == 1 else ''} = inputs" if n else "    pass")
     glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch}
     for i, v in enumerate(ins):
@@ -241,6 +255,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
                 glob[dn] = dev
                 check(f"{v.name}.device == {dn}", f"{v.name}.device is {dev}", (i,))
             check(f"{v.name}.dim() == {t.rank}", f"{v.name}.dim() == {t.rank}", (i,))
+            flush(f"{v.name}: {t}")
         elif isinstance(t, ScalarType):
             if t.kind == "int":
                 check(f"isinstance({v.name}, int) and not isinstance({v.name}, bool)", f"{v.name} is an int", (i,))
@@ -248,6 +263,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
                 check(f"isinstance({v.name}, (int, float)) and not isinstance({v.name}, bool)", f"{v.name} is a float", (i,))
             else:
                 check(f"isinstance({v.name}, bool)", f"{v.name} is a bool", (i,))
+            flush(f"{v.name}: {t}")
     # 2. static extents, symbol binding, equalities
     deferred: list[tuple[Any, str, str, int]] = []  # (expr, python value, readable, input)
     for i, v in enumerate(ins):
@@ -269,6 +285,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
                     body.append(f"    {local[e]} = {val}")
                 else:
                     deferred.append((e, val, rd, i))
+            flush()
         elif isinstance(t, ScalarType) and t.value is not None:
             e = t.value
             if isinstance(e, sympy.Symbol) and e not in local:
@@ -281,6 +298,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
             else:
                 lit = repr(bool(e)) if t.kind == "bool" else (repr(int(e)) if t.kind == "int" else _flit(float(e)))
                 check(f"{v.name} == {lit}", f"{v.name} == {lit}", (i,))
+                flush()
     # symbols seen only inside compound extents: specialize to their hints
     for e, *_ in deferred:
         for s in sorted(e.free_symbols, key=lambda s: s.name):
@@ -294,6 +312,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
                 body.append(f"    {local[s]} = {int(hints[s.name])}")
     for e, val, rd, i in deferred:
         check(f"{val} == {pyexpr(e, local)}", f"{rd} == {relation_text(e, shown)}", _inputs_of(e, i, ins))
+    flush()
     # 3. predicates from capture / rules, then extent obligations
     seen: set = set()
     for g in trace.guards:
@@ -302,23 +321,36 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
         seen.add(g)
         if g is sympy.false:
             check("False", "the plan is never valid (guard is False)", ())
+            flush()
             continue
         _need_bound(g, local, "trace guard")
         check(pyexpr(g, local), relation_text(g, shown), _inputs_of(g, None, ins))
+        flush()
     for ob in extent_obligations(trace):
         if ob in seen:
             continue
         seen.add(ob)
         _need_bound(ob, local, "extent obligation")
         check(pyexpr(ob, local), relation_text(ob, shown), _inputs_of(ob, None, ins))
+        flush()
     syms = sorted(local, key=lambda s: s.name)
     body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")
     src = "def prologue(inputs):\n" + "\n".join(body) + "\n"
 
-    def fail(k: int, inputs: Any) -> None:
-        c = checks[k]
+    def fail(k: int, env: dict) -> None:
+        """Cold path: find the first failing check of group ``k`` and say what it saw."""
+        inputs = env["inputs"]
         if k == 0:
-            raise GuardError(f"guard failed: {c.text}, got {len(inputs)}")
+            raise GuardError(f"guard failed: {groups[0][0].text}, got {len(inputs)}")
+        for c in groups[k]:
+            try:
+                ok = eval(c.cond, glob, env)
+            except Exception:
+                ok = False
+            if not ok:
+                break
+        else:
+            c = groups[k][0]
         ctx = []
         for j in c.inputs:
             x = inputs[j]

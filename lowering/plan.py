@@ -25,7 +25,6 @@ the executor: the real ``nvfuser_direct`` frontend or ``frontend_ref``.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -275,44 +274,55 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     consts: dict[str, Any] = {}
     r = _Render(sym_local, local, consts)
 
-    body: list[str] = []
+    later_reads = {local(v) for s in wb.steps for v in _reads(s)} | {
+        local(o) for o in trace.outputs if isinstance(o, Var) and id(o) not in wb.output_names}
+    items: list[tuple[list[str], set[str], list[str]]] = []  # (lines, names read, names defined) per step
     used_syms: set[sympy.Symbol] = set()
     in_names = [local(v) for v in trace.inputs]
     for step in wb.steps:
+        lines: list[str] = []
+        reads: set[str] = set()
+        defs: list[str] = []
         if isinstance(step, Segment):
             em = emitted[step.name]
             args = []
             for x in em.inputs:
                 if isinstance(x, Var):
                     args.append(local(x))
+                    reads.add(local(x))
                 else:
                     used_syms |= x.free_symbols
                     args.append(pyexpr(x, sym_local))
             call = f"{step.name}.execute([{', '.join(args)}])"
-            outs = [local(o) for o in em.outputs]
-            if outs:
-                body.append(f"[{', '.join(outs)}] = {call}")
-            else:
-                body.append(call)
+            defs = [local(o) for o in em.outputs]
+            lines.append(f"[{', '.join(defs)}] = {call}" if defs else call)
             for b, v in step.aliases:
-                body.append(f"{local(v)} = {local(b)}  # {local(b)} now holds {v.name} (written in place by {step.name})")
+                if local(v) in later_reads:
+                    lines.append(f"{local(v)} = {local(b)}  # {local(b)} now holds {v.name} (written in place by "
+                                 f"{step.name})")
+                    defs.append(local(v))
         elif isinstance(step, Fallback):
             n = step.node
             used_syms |= _node_symbols(n)
-            lhs = ", ".join(local(o) for o in n.outs)
+            reads |= {local(v) for v in n.inputs()}
+            defs = [local(o) for o in n.outs]
             if is_opaque(n.op):
                 parts = [r.value(a, "list") for a in n.args] + [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items()]
-                body.append(f"{lhs} = {n.op}({', '.join(parts)})  # fallback: {step.reason}")
+                lines.append(f"{', '.join(defs)} = {n.op}({', '.join(parts)})  # fallback: {step.reason}")
             else:
                 parts = [r.value(a) for a in n.args]
                 if n.op in ("iota", "full"):
                     parts.append(f"device={n.out.type.device!r}")
-                body.append(f"{lhs} = eager.{n.op}({', '.join(parts)})  # fallback: {_short(step.reason)}")
+                lines.append(f"{', '.join(defs)} = eager.{n.op}({', '.join(parts)})  # fallback: {_brief(step.reason)}")
         elif isinstance(step, WriteCopy):
-            body.append(f"{local(step.buf)}.copy_({step.src})  # write-back {step.buf.name} <- {step.val.name}: "
-                        f"{step.reason}")
+            reads |= {local(step.buf), step.src}
+            lines.append(f"{local(step.buf)}.copy_({step.src})  # write-back {step.buf.name} <- {step.val.name}: "
+                         f"{step.reason}")
         elif isinstance(step, Clone):
-            body.append(f"{step.name} = {local(step.var)}.clone()  # {step.reason}")
+            reads.add(local(step.var))
+            defs = [step.name]
+            lines.append(f"{step.name} = {local(step.var)}.clone()  # {step.reason}")
+        items.append((lines, reads, defs))
     rets = []
     for o in trace.outputs:
         if isinstance(o, Var):
@@ -322,6 +332,20 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             rets.append(pyexpr(o, sym_local))
         else:
             rets.append(r.value(o if not isinstance(o, sympy.Basic) else (int(o) if o.is_integer else float(o))))
+    # drop intermediates after their last use (inputs and returned values are kept)
+    last: dict[str, int] = {}
+    for i, (_, reads, defs) in enumerate(items):
+        for nm in defs:
+            last.setdefault(nm, i)
+        for nm in reads:
+            last[nm] = i
+    keep = set(in_names) | set(rets)
+    body: list[str] = []
+    for i, (lines, _, defs) in enumerate(items):
+        body += lines
+        dead = sorted(nm for nm, j in last.items() if j == i and nm not in keep)
+        if dead:
+            body.append(f"del {', '.join(dead)}")
     body.append(f"return [{', '.join(rets)}]")
     head = ["env = prologue(inputs)"]
     if in_names:
@@ -377,9 +401,24 @@ def _all_symbols(trace: Trace) -> set[sympy.Symbol]:
     return out
 
 
-def _short(text: str) -> str:
-    return text.split(" (")[0] if len(text) > 60 else text
+def _brief(reason: str) -> str:
+    """'what; how to avoid it (source)' -> 'what (source)' for the one-line plan comment."""
+    if ";" not in reason:
+        return reason
+    src = reason[reason.rfind(" ("):] if reason.endswith(")") else ""
+    return reason.split(";")[0] + src
+
+
+def _reads(step: Any) -> list[Var]:
+    if isinstance(step, Segment):
+        return list(step.inputs)
+    if isinstance(step, Fallback):
+        return step.node.inputs()
+    if isinstance(step, WriteCopy):
+        return [step.val]
+    if isinstance(step, Clone):
+        return [step.var]
+    return []
 
 
 __all__ = ["EXECUTORS", "GuardError", "Plan", "SegmentError", "lower"]
-_ = sys

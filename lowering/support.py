@@ -76,11 +76,11 @@ _row("full", True, "full", NOTES)
 _row("take_along_axis", True, "take_along_axis", NOTES + " (looked-up tensor must be a segment input)", (0,),
      "non-indexed extents must be equal (index may be broadcast)")
 _row("index_select", True, "index_select", NOTES + " (looked-up tensor must be a segment input)", (0,), "1-D index")
-_row("gather", False, "gather", NOTES + " (gather has no code generation: own ATen segment)",
-     note="prefer take_along_axis when non-indexed extents are equal")
-_row("scatter", False, "scatter", NOTES + " (scatter runs only in the ATen/greedy schedulers)",
-     note="prefer a one-hot where(iota == index, v, 0)")
-_row("index_copy", False, None, NOTES + " (no index_put/index_copy binding in ops.cpp)")
+_row("gather", False, "gather", NOTES, note="gather has no nvFuser code generation (own ATen segment); "
+     "take_along_axis fuses when the non-indexed extents are equal")
+_row("scatter", False, "scatter", NOTES, note="scatter runs only in nvFuser's ATen/greedy schedulers; "
+     "a one-hot where(iota == index, v, 0) fuses")
+_row("index_copy", False, None, OPS_CPP, note="nvFuser has no index_copy/index_put binding")
 _row("copy_", True, "cast", NOTES + " (in-place write-back: set + add_output(alias_input=))",
      note="dst's value after dst.copy_(src): cast + broadcast of src")
 
@@ -103,7 +103,7 @@ def fallback_reason(node: Node) -> str | None:
     if row is None:
         return f"unknown op {op}"
     if not row.fusible:
-        return row.source
+        return f"{row.note} ({row.source})"
     for t in _tensor_types(node):
         if t.dtype not in NVF_DTYPES:
             return f"dtype {t.dtype} has no nvFuser DataType"

@@ -200,7 +200,7 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
             seg.aliases.append((b, v))
             if all(b is not x for x in seg.inputs):
                 seg.inputs = sorted(seg.inputs + [b], key=lambda x: x.name)
-            if v in seg.outputs and not _needed_as_plain(v, trace):
+            if any(v is o for o in seg.outputs):  # later readers read the buffer itself
                 seg.outputs = [o for o in seg.outputs if o is not v]
             lives_in[id(v)] = b
             decisions[b.name] = f"aliased in {seg.name} (add_output alias_input={b.name})"
@@ -239,10 +239,6 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
             k += 1
     new_steps.extend(t[2] for t in inserts[k:])
     return WritebackPlan(new_steps, decisions, lives_in, out_names)
-
-
-def _needed_as_plain(v: Var, trace: Trace) -> bool:
-    return False
 
 
 def _step_label(s: Any) -> str:
