@@ -66,7 +66,8 @@ class _P:
 
     def atom(self, e: Any) -> str:
         s = self.p(e)
-        if isinstance(e, (sympy.Add, Relational, sympy.And, sympy.Or)) or (
+        if isinstance(e, (sympy.Add, Relational, sympy.And, sympy.Or, tsf.FloorDiv, tsf.CleanDiv, tsf.PythonMod,
+                          sympy.Mod, tsf.Mod)) or (
                 isinstance(e, sympy.Mul) and e.as_coeff_Mul()[0] < 0) or (isinstance(e, (int, sympy.Integer)) and int(e) < 0):
             return f"({s})"
         return s
@@ -110,11 +111,11 @@ class _P:
                 return f"{self.atom(b)}**{int(x)}"
             raise Unprintable(f"power {e}")
         if isinstance(e, (tsf.FloorDiv, tsf.CleanDiv)):
-            return f"({self.atom(e.args[0])} // {self.atom(e.args[1])})"
+            return f"{self.atom(e.args[0])} // {self.atom(e.args[1])}"
         if isinstance(e, tsf.CeilDiv):
             return f"(-(-{self.atom(e.args[0])} // {self.atom(e.args[1])}))"
         if isinstance(e, (tsf.PythonMod, sympy.Mod, tsf.Mod)):
-            return f"({self.atom(e.args[0])} % {self.atom(e.args[1])})"
+            return f"{self.atom(e.args[0])} % {self.atom(e.args[1])}"
         if isinstance(e, sympy.floor) or isinstance(e, sympy.ceiling):
             num, den = sympy.fraction(sympy.together(e.args[0]))
             if den == 1:
@@ -132,10 +133,9 @@ class _P:
             if op is None:
                 raise Unprintable(f"relation {e}")
             return f"{self.p(e.lhs)} {op} {self.p(e.rhs)}"
-        if isinstance(e, sympy.And):
-            return " and ".join(self.atom(a) for a in e.args)
-        if isinstance(e, sympy.Or):
-            return " or ".join(self.atom(a) for a in e.args)
+        if isinstance(e, (sympy.And, sympy.Or)):
+            sep = " and " if isinstance(e, sympy.And) else " or "
+            return sep.join(self.p(a) if isinstance(a, Relational) else self.atom(a) for a in e.args)
         if isinstance(e, sympy.Not):
             return f"not ({self.p(e.args[0])})"
         raise Unprintable(f"cannot print {e!r} ({type(e).__name__}) as Python")
@@ -442,18 +442,18 @@ def extent_obligations(trace: Trace) -> list[Any]:
                 return False
         return True
 
-    out: list[Any] = []
-    for e in exprs:
+    # keep the strongest facts first (more symbols), drop what the kept ones imply
+    uniq = list(dict.fromkeys(exprs))
+    kept: list[Any] = []
+    for e in sorted(uniq, key=lambda e: -len(e.free_symbols)):
         if isinstance(e, sympy.Symbol):
             skip = e in have or _is_dim(e, trace)
         else:
-            skip = e in have or implied(e) or any(not isinstance(h, sympy.Symbol) and implied(sympy.expand(e - h))
-                                                  for h in have)
-        if skip:
-            continue
-        have.add(e)
-        out.append(sympy.Ge(e, 0))
-    return out
+            skip = e in have or implied(e) or any(
+                not isinstance(h, sympy.Symbol) and implied(sympy.expand(e - h)) for h in list(have) + kept)
+        if not skip:
+            kept.append(e)
+    return [sympy.Ge(e, 0) for e in uniq if e in kept]
 
 
 def _is_dim(e: Any, trace: Trace) -> bool:

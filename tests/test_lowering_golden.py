@@ -1,0 +1,143 @@
+"""Golden printed plans (inline expected text), each paired with a numeric check against eager.
+
+A plan's text is what runs, so a change here is a change in what executes: read the diff.
+Regenerate by printing ``lower(capture(fn, *args).trace, executor="reference")``."""
+
+from __future__ import annotations
+
+import torch
+from satfuse.engine import capture
+from satfuse.lowering import lower
+from test_lowering_programs import PROGRAMS, run_and_compare
+
+
+def assert_expected(actual: str, expected: str) -> None:
+    if actual != expected:
+        import difflib
+
+        diff = "\n".join(difflib.unified_diff(expected.splitlines(), actual.splitlines(), "expected", "actual", lineterm=""))
+        raise AssertionError("printed plan changed:\n" + diff)
+
+
+def _plan(name):
+    fn, make, dyn = PROGRAMS[name]
+    c = capture(fn, *make(0), dynamic=dyn)
+    return fn, make, lower(c.trace, hints=c.symbol_hints, executor="reference")
+
+
+CE_PLAN = '''\
+# satfuse plan: 2 segment(s), 1 fallback op(s); nvFuser 0.2.36 (nvfuser_direct) mapping; executor: reference
+
+def prologue(inputs):
+    if len(inputs) != 2:
+        fail(0, locals())
+    x, y = inputs
+    # x: f32[8, 16]
+    if not (isinstance(x, Tensor) and x.dtype is dt_f32 and x.device.type == 'cpu' and x.dim() == 2):
+        fail(1, locals())
+    # y: i64[8]
+    if not (isinstance(y, Tensor) and y.dtype is dt_i64 and y.device.type == 'cpu' and y.dim() == 1):
+        fail(2, locals())
+    x_shape = x.shape
+    if not (x_shape[0] == 8 and x_shape[1] == 16):
+        fail(3, locals())
+    y_shape = y.shape
+    # y.shape[0] == 8
+    if not (y_shape[0] == 8):
+        fail(4, locals())
+    return {}
+
+@fusion
+def seg0(fd):
+    """seg0: 7 ops (amax, sub, exp, sum, log, sub, broadcast_in_dim)"""
+    x = fd.define_tensor(shape=[8, 16], contiguity=[True, True], dtype=DataType.Float)
+    y = fd.define_tensor(shape=[8], contiguity=[True], dtype=DataType.Int)
+    amax0 = fd.ops.max(x, dims=[1], keepdim=True)
+    amax0_b = fd.ops.broadcast_in_dim(amax0, shape=[8, 16], broadcast_dims=[0, 1])
+    sub1 = fd.ops.sub(x, amax0_b)
+    exp3 = fd.ops.exp(sub1)
+    sum4 = fd.ops.sum(exp3, dims=[1], keepdim=True)
+    log5 = fd.ops.log(sum4)
+    log5_b = fd.ops.broadcast_in_dim(log5, shape=[8, 16], broadcast_dims=[0, 1])
+    sub6 = fd.ops.sub(sub1, log5_b)
+    unsqueeze = fd.ops.broadcast_in_dim(y, shape=[8, 1], broadcast_dims=[0])
+    fd.add_output(sub6)
+    fd.add_output(unsqueeze)
+
+@fusion
+def seg1(fd):
+    """seg1: 4 ops (squeeze, neg, sum, div)"""
+    gather7 = fd.define_tensor(shape=[8, 1], contiguity=[True, None], dtype=DataType.Float)
+    squeeze8 = fd.ops.squeeze(gather7, dims=[1])
+    neg9 = fd.ops.neg(squeeze8)
+    mean = fd.ops.sum(neg9, dims=[0], keepdim=False)
+    mean10 = fd.ops.div(mean, 8)
+    fd.add_output(mean10)
+
+def computation(inputs):
+    env = prologue(inputs)
+    x, y = inputs
+    [sub6, unsqueeze] = seg0.execute([x, y])
+    gather7 = eager.gather(sub6, 1, unsqueeze)  # fallback: gather has no nvFuser code generation (own ATen segment) (notes/nvfuser.md)
+    del sub6, unsqueeze
+    [mean10] = seg1.execute([gather7])
+    del gather7
+    return [mean10]
+'''
+
+
+KV_PLAN_BODY = '''\
+@fusion
+def seg0(fd):
+    """seg0: 5 ops (copy_, copy_, full, full, where)"""
+    index_copy0 = fd.define_tensor(shape=[1, 4, 2, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
+    index_copy2 = fd.define_tensor(shape=[1, 4, 3, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
+    k = fd.define_tensor(shape=[1, 4, 3, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
+    mask = fd.define_tensor(shape=[1, 1, 2, 3], contiguity=[None, None, True, True], dtype=DataType.Bool)
+    q = fd.define_tensor(shape=[1, 4, 2, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
+    q1 = fd.ops.set(index_copy0)
+    k3 = fd.ops.set(index_copy2)
+    scalar_tensor = fd.ops.full(shape=[], fill_value=float('-inf'), dtype=DataType.Float)
+    scalar_tensor_1 = fd.ops.full(shape=[], fill_value=0.0, dtype=DataType.Float)
+    scalar_tensor_1_b = fd.ops.broadcast_in_dim(scalar_tensor_1, shape=[1, 1, 2, 3], broadcast_dims=[])
+    scalar_tensor_b = fd.ops.broadcast_in_dim(scalar_tensor, shape=[1, 1, 2, 3], broadcast_dims=[])
+    where4 = fd.ops.where(mask, scalar_tensor_1_b, scalar_tensor_b)
+    fd.add_output(where4)
+    fd.add_output(q1, alias_input=q)
+    fd.add_output(k3, alias_input=k)
+
+# write-backs:
+#   q: aliased in seg0 (add_output alias_input=q)
+#   k: aliased in seg0 (add_output alias_input=k)
+
+def computation(inputs):
+    env = prologue(inputs)
+    q, k, v, mask, idx, src = inputs
+    index_copy0 = eager.index_copy(q, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
+    index_copy2 = eager.index_copy(k, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
+    [where4] = seg0.execute([index_copy0, index_copy2, k, mask, q])
+    q1 = q  # q now holds q1 (written in place by seg0)
+    k3 = k  # k now holds k3 (written in place by seg0)
+    del index_copy0, index_copy2
+    _scaled_dot_product_flash_attention_for_cpu, _scaled_dot_product_flash_attention_for_cpu5 = aten._scaled_dot_product_flash_attention_for_cpu.default(q1, k3, v, attn_mask=where4)  # fallback: opaque torch op
+    del _scaled_dot_product_flash_attention_for_cpu5, k3, q1, where4
+    return [_scaled_dot_product_flash_attention_for_cpu]
+'''
+
+
+def test_ce_forward_golden():
+    fn, make, plan = _plan("ce")
+    assert_expected(str(plan), CE_PLAN)
+    for seed in (0, 1):
+        run_and_compare(plan, fn, make(seed))
+
+
+def test_kv_cache_golden():
+    fn, make, plan = _plan("kv")
+    text = str(plan)
+    assert_expected(text[text.index("@fusion"):], KV_PLAN_BODY)
+    for seed in (0, 1, 2):
+        out, mutated = run_and_compare(plan, fn, make(seed))
+        ref = make(seed)
+        fn(*ref)
+        assert torch.equal(mutated[0], ref[0]) and torch.equal(mutated[1], ref[1])  # q, k exactly as eager
