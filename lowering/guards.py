@@ -214,11 +214,12 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
         pending.append(c)
         checks.append(c)
 
-    def flush(comment: str = "") -> None:
-        """One ``if`` per group of checks; on failure ``fail`` finds the first failing one."""
+    def flush(comment: str = "", fast: str | None = None) -> None:
+        """One ``if`` per group of checks (``fast``: an equivalent cheaper condition); on failure
+        ``fail`` finds the first failing check of the group."""
         if not pending:
             return
-        cond = " and ".join(f"({c.cond})" if " or " in c.cond else c.cond for c in pending)
+        cond = fast or " and ".join(f"({c.cond})" if " or " in c.cond else c.cond for c in pending)
         note = comment or (pending[0].text if len(pending) == 1 and pending[0].text != pending[0].cond else "")
         if note:
             body.append(f"    # {note}")
@@ -248,7 +249,10 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
             glob[dt] = DTYPES[t.dtype]
             check(f"{v.name}.dtype is {dt}", f"{v.name}.dtype == {DTYPES[t.dtype]}", (i,))
             dev = torch.device(t.device)
-            if dev.index is None:
+            if dev.type in ("cpu", "cuda") and dev.index in (None, 0):
+                cond = f"{v.name}.is_{dev.type}" + (f" and {v.name}.get_device() == 0" if dev.index == 0 else "")
+                check(cond, f"{v.name}.device is {dev}", (i,))
+            elif dev.index is None:
                 check(f"{v.name}.device.type == {dev.type!r}", f"{v.name}.device is {dev.type}", (i,))
             else:
                 dn = f"dev_{dev.type}{dev.index}"
@@ -270,6 +274,11 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
         t = v.type
         if isinstance(t, TensorType):
             if t.rank == 0:
+                continue
+            if all(isinstance(e, int) for e in t.shape):
+                for d, e in enumerate(t.shape):
+                    check(f"{v.name}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}", (i,))
+                flush(f"{v.name}.shape == {tuple(t.shape)}", fast=f"{v.name}.shape == {tuple(t.shape)}")
                 continue
             sh = f"{v.name}_shape"
             used_names.add(sh)
