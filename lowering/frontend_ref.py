@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
+import sys
 from typing import Any, Callable
 
 import torch
@@ -93,7 +94,7 @@ def _has_val(x: Any) -> bool:
 
 class FusionDefinition:
     def __init__(self) -> None:
-        self._prog: list[tuple[Callable, tuple, dict, int]] = []
+        self._prog: list[tuple[Callable, tuple, dict, int, int | None]] = []
         self._inputs: list[tuple[Val, tuple]] = []
         self._outputs: list[Val] = []
         self._aliases: list[tuple[Val, Val]] = []
@@ -116,7 +117,7 @@ class FusionDefinition:
         if kind == "scalar" and not _has_val(args) and not _has_val(list(kwargs.values())):
             return fn(*args, **kwargs)  # constant folding, as nvFuser does for Python numbers
         out = self._new(kind)
-        self._prog.append((fn, args, kwargs, out.idx))
+        self._prog.append((fn, args, kwargs, out.idx, _caller_line()))
         return out
 
     # ------------------------------------------------------------------ inputs
@@ -172,8 +173,12 @@ class FusionDefinition:
                 raise FrontendError(f"scalar input v{v.idx} given a tensor")
             slots[v.idx] = x
         self._device = dev or (torch.device(device) if device is not None else torch.device("cpu"))
-        for fn, args, kwargs, out in self._prog:
-            slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
+        for fn, args, kwargs, out, line in self._prog:
+            try:
+                slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
+            except Exception as e:
+                e.satfuse_line = line  # type: ignore[attr-defined]  # the generated line that recorded the op
+                raise
         outs = [slots[o.idx] for o in self._outputs]
         vals = [(inp, slots[o.idx]) for o, inp in self._aliases]
         for inp, val in vals:
@@ -187,6 +192,18 @@ class FusionDefinition:
                 if p is o:
                     outs[i] = slots[inp.idx]
         return outs
+
+
+def _caller_line() -> int | None:
+    """Line of the generated definition (compiled as ``<satfuse ...>``) that called an op."""
+    f = sys._getframe(2)
+    for _ in range(6):
+        if f is None:
+            return None
+        if f.f_code.co_filename.startswith("<satfuse"):
+            return f.f_lineno
+        f = f.f_back
+    return None
 
 
 def _check_tensor(v: Val, spec: tuple, x: Any) -> None:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Union
 
 import sympy
-from satfuse.engine.ir import Node, Trace, Var
-from satfuse.engine.vocab import is_opaque
+from satfuse.engine.ir import Node, TensorType, Trace, Var
+from satfuse.engine.vocab import is_opaque, resolve_opaque
 
 from .support import fallback_reason, segment_input_vars
 
@@ -67,6 +67,41 @@ class Fallback:
 
 
 Step = Union[Segment, Fallback]
+
+#: ops whose result may share storage with their first operand (in torch, and in nvFuser's alias analysis)
+VIEW_OPS = {"reshape", "permute", "squeeze", "broadcast_in_dim", "slice", "cast"}
+
+
+def _opaque_aliasing(op: str) -> list[bool]:
+    try:
+        schema = resolve_opaque(op)._schema
+    except Exception:  # unknown op: assume every result may alias every input
+        return [True] * 8
+    return [r.alias_info is not None for r in schema.returns] or [False]
+
+
+def may_alias_nodes(trace: Trace, nodes: list[Node]) -> dict[int, frozenset[int]]:
+    """id(var) -> ids of the input Vars whose (old) storage the value may share."""
+    al: dict[int, frozenset[int]] = {}
+    for v in trace.inputs:
+        if isinstance(v.type, TensorType):
+            al[id(v)] = frozenset({id(v)})
+    for n in nodes:
+        src: frozenset[int] = frozenset()
+        for v in n.inputs():
+            src |= al.get(id(v), frozenset())
+        if not src:
+            continue
+        if is_opaque(n.op):
+            flags = _opaque_aliasing(n.op)
+            for i, o in enumerate(n.outs):
+                if flags[min(i, len(flags) - 1)]:
+                    al[id(o)] = src
+        elif n.op in VIEW_OPS:
+            a0 = n.args[0]
+            if isinstance(a0, Var) and id(a0) in al:
+                al[id(n.out)] = al[id(a0)]
+    return al
 
 
 def data_inputs(n: Node) -> list[Var]:
@@ -137,11 +172,35 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
         for o in n.outs:
             deps[id(o)] = mask
             group_of[id(o)] = g
-    order = _toposort(groups, group_of)
+    order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of))
     return _make_steps(trace, groups, kinds, reasons, order)
 
 
-def _toposort(groups: list[list[Node]], group_of: dict[int, int]) -> list[int]:
+def _blocking(trace: Trace, nodes: list[Node], groups: list[list[Node]], kinds: list[str],
+              group_of: dict[int, int]) -> dict[int, set[int]]:
+    """group -> groups that read the old value of a buffer this group computes the new value of.
+
+    Running those readers first lets the write-back alias in place (see ``writeback.py``)."""
+    if not trace.writebacks:
+        return {}
+    al = may_alias_nodes(trace, nodes)
+    readers: dict[int, set[int]] = {}
+    for g, ns in enumerate(groups):
+        for n in ns:
+            for v in (data_inputs(n) if kinds[g] == "segment" else n.inputs()):
+                for b in al.get(id(v), ()):
+                    readers.setdefault(b, set()).add(g)
+    out: dict[int, set[int]] = {}
+    for buf, val in trace.writebacks:
+        g = group_of.get(id(val))
+        if g is not None:
+            out.setdefault(g, set()).update(readers.get(id(buf), set()) - {g})
+    return out
+
+
+def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict[int, set[int]]) -> list[int]:
+    """Kahn's algorithm, smallest group first, except that a group computing a buffer's new
+    value waits (when something else is ready) for the groups still reading the old value."""
     preds: list[set[int]] = [set() for _ in groups]
     for g, ns in enumerate(groups):
         for n in ns:
@@ -157,9 +216,16 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int]) -> list[int]:
     ready = [g for g in range(len(groups)) if indeg[g] == 0]
     heapq.heapify(ready)
     order: list[int] = []
+    done: set[int] = set()
     while ready:
-        g = heapq.heappop(ready)
+        g = next((h for h in sorted(ready) if not (blocking.get(h, set()) - done)), None)
+        if g is None:
+            g = heapq.heappop(ready)
+        else:
+            ready.remove(g)
+            heapq.heapify(ready)
         order.append(g)
+        done.add(g)
         for s in succs[g]:
             indeg[s] -= 1
             if indeg[s] == 0:

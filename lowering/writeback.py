@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from satfuse.engine.ir import TensorType, Trace, Var
-from satfuse.engine.vocab import BINARY, UNARY, is_opaque, resolve_opaque
+from satfuse.engine.vocab import BINARY, UNARY
 
 from .emit import _same
-from .segments import Fallback, Segment, Step, data_inputs
+from .segments import Fallback, Segment, Step, data_inputs, may_alias_nodes
 
-VIEW_OPS = {"reshape", "permute", "squeeze", "broadcast_in_dim", "slice", "cast"}
 ELEMENTWISE = set(UNARY) | set(BINARY) | {"where", "cast", "copy_"}
 
 
@@ -77,39 +76,12 @@ def _step_reads(step: Step) -> list[Var]:
     return step.node.inputs()
 
 
-def _opaque_aliasing(op: str) -> list[bool]:
-    try:
-        schema = resolve_opaque(op)._schema
-    except Exception:  # unknown op: assume every result may alias every input
-        return [True] * 8
-    return [r.alias_info is not None for r in schema.returns] or [False]
-
-
 def may_alias(trace: Trace, steps: list[Step]) -> dict[int, frozenset[int]]:
     """id(var) -> ids of input Vars whose (old) storage the value may share."""
-    al: dict[int, frozenset[int]] = {}
-    for v in trace.inputs:
-        if isinstance(v.type, TensorType):
-            al[id(v)] = frozenset({id(v)})
     nodes = []
     for s in steps:
         nodes.extend(s.nodes if isinstance(s, Segment) else [s.node])
-    for n in nodes:
-        src: frozenset[int] = frozenset()
-        for v in n.inputs():
-            src |= al.get(id(v), frozenset())
-        if not src:
-            continue
-        if is_opaque(n.op):
-            flags = _opaque_aliasing(n.op)
-            for i, o in enumerate(n.outs):
-                if flags[min(i, len(flags) - 1)]:
-                    al[id(o)] = src
-        elif n.op in VIEW_OPS:
-            a0 = n.args[0]
-            if isinstance(a0, Var) and id(a0) in al:
-                al[id(n.out)] = al[id(a0)]
-    return al
+    return may_alias_nodes(trace, nodes)
 
 
 def _pointwise_cone(seg: Segment, buf: Var) -> str | None:

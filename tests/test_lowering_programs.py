@@ -56,6 +56,12 @@ def read_old_after_write(x, w):
     return torch.mm(a, w), x
 
 
+def read_old_and_new(x):
+    a = x.clone()
+    x.mul_(2)
+    return torch.mm(a, x)
+
+
 def read_new_after_write(x, w):
     x.add_(1)
     return x @ w
@@ -136,6 +142,7 @@ PROGRAMS = {
                       False),
     "read_old_after_write": (read_old_after_write, lambda s: [torch.randn(4, 4, generator=_g(s)),
                                                               torch.randn(4, 3, generator=_g(s))], False),
+    "read_old_and_new": (read_old_and_new, lambda s: [torch.randn(4, 4, generator=_g(s))], False),
     "read_new_after_write": (read_new_after_write, lambda s: [torch.randn(4, 4, generator=_g(s)),
                                                               torch.randn(4, 3, generator=_g(s))], False),
     "two_buffers": (two_buffers, lambda s: [torch.randn(6, generator=_g(s)), torch.randn(6, generator=_g(s))], False),
@@ -199,14 +206,19 @@ def test_matches_eager(name):
 
 
 def test_writeback_decisions():
-    st = {n: plan_for(n).stats() for n in ("inplace_chain", "read_old_after_write", "read_new_after_write",
+    st = {n: plan_for(n).stats() for n in ("inplace_chain", "read_old_after_write", "read_old_and_new",
+                                           "read_new_after_write",
                                            "two_buffers", "center_inplace", "step_and_param", "adam3",
                                            "inplace_broadcast", "copy_into")}
     assert st["inplace_chain"]["aliased_writebacks"] == 1 and st["inplace_chain"]["copy_writebacks"] == 0
     assert st["read_new_after_write"]["aliased_writebacks"] == 1
     assert st["two_buffers"]["aliased_writebacks"] == 2
-    # the old value is needed by mm after the segment that computes the new one
-    assert st["read_old_after_write"]["copy_writebacks"] == 1
+    # mm reads the old value: it is scheduled before the segment computing the new one, which then aliases
+    assert st["read_old_after_write"]["aliased_writebacks"] == 1 and st["read_old_after_write"]["copy_writebacks"] == 0
+    assert [type(s).__name__ for s in plan_for("read_old_after_write").steps] == ["Fallback", "Segment"]
+    # mm reads both the old and the new value: the copy waits until after it
+    assert st["read_old_and_new"]["copy_writebacks"] == 1
+    assert "the old value is read later" in plan_for("read_old_and_new").decisions["x"]
     # a reduction reads the buffer inside the segment that would write it
     assert st["center_inplace"]["copy_writebacks"] == 1
     assert "sum reads it inside seg0" in plan_for("center_inplace").decisions["x"]

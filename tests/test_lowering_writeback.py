@@ -1,0 +1,142 @@
+"""Write-backs on hand-written traces: the ordering analysis, not special cases, decides
+between aliasing in place, copying after the last reader, and cloning what would be
+overwritten."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from satfuse.engine import parse_trace
+from satfuse.lowering import GuardError, SegmentError, lower
+
+
+def plan(text):
+    return lower(parse_trace(text), executor="reference")
+
+
+def test_output_is_the_old_input():
+    p = plan('''
+def f(x: "f32[4]"):
+  add0 = add(x, 1)  # f32[4]
+  x1 = copy_(x, add0)  # f32[4]
+  writeback(x, x1)
+  return (x, x1)
+''')
+    x = torch.randn(4)
+    old = x.clone()
+    out = p(x)
+    torch.testing.assert_close(out[0], old)
+    torch.testing.assert_close(x, old + 1)
+    assert out[1] is x  # the new value is returned as the caller's buffer, as eager does
+    assert p.stats()["aliased_writebacks"] == 1 and p.stats()["clones"] == 1
+    src = str(p)
+    assert src.index("x_c0 = x.clone()") < src.index("seg0.execute")
+
+
+def test_view_of_old_input_is_cloned_before_the_write():
+    p = plan('''
+def f(x: "f32[2, 3]"):
+  r = reshape(x, new_shape=(6,))  # f32[6]
+  add0 = add(x, 1)  # f32[2, 3]
+  x1 = copy_(x, add0)  # f32[2, 3]
+  writeback(x, x1)
+  return (r,)
+''')
+    x = torch.randn(2, 3)
+    old = x.clone()
+    (r,) = p(x)
+    torch.testing.assert_close(r, old.reshape(6))
+    torch.testing.assert_close(x, old + 1)
+    # reshape reads x inside the segment: not elementwise, so the write is a copy after it
+    assert p.stats()["copy_writebacks"] == 1
+    assert "reshape reads it inside seg0" in p.decisions["x"]
+
+
+def test_swap_two_buffers():
+    p = plan('''
+def f(x: "f32[3]", y: "f32[3]"):
+  writeback(x, y)
+  writeback(y, x)
+  return ()
+''')
+    x, y = torch.randn(3), torch.randn(3)
+    ox, oy = x.clone(), y.clone()
+    assert p(x, y) == []
+    torch.testing.assert_close(x, oy)
+    torch.testing.assert_close(y, ox)
+
+
+def test_value_from_a_torch_call():
+    p = plan('''
+def f(a: "f32[2, 2]", b: "f32[2, 2]"):
+  m = aten.mm.default(a, b)  # f32[2, 2]
+  writeback(a, m)
+  return (m,)
+''')
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    exp = a @ b
+    (m,) = p(a, b)
+    torch.testing.assert_close(a, exp)
+    torch.testing.assert_close(m, exp)
+    assert "its value comes from the torch call" in p.decisions["a"]
+
+
+def test_one_value_written_to_two_buffers():
+    p = plan('''
+def f(x: "f32[3]", y: "f32[3]", z: "f32[3]"):
+  s = add(z, 1)  # f32[3]
+  writeback(x, s)
+  writeback(y, s)
+  return (s,)
+''')
+    x, y, z = torch.randn(3), torch.randn(3), torch.randn(3)
+    (s,) = p(x, y, z)
+    for t in (x, y, s):
+        torch.testing.assert_close(t, z + 1)
+    assert p.stats()["aliased_writebacks"] == 2
+    assert "fd.ops.set(s)" in str(p)  # the second alias takes a copy
+
+
+def test_chain_on_one_buffer():
+    p = plan('''
+def f(x: "f32[4]", y: "f32[4]"):
+  add0 = add(x, y)  # f32[4]
+  x1 = copy_(x, add0)  # f32[4]
+  mul1 = mul(x1, 2)  # f32[4]
+  x2 = copy_(x1, mul1)  # f32[4]
+  add2 = add(x2, 1)  # f32[4]
+  writeback(x, x2)
+  return (add2,)
+''')
+    x, y = torch.randn(4), torch.randn(4)
+    exp_x = (x + y) * 2
+    (o,) = p(x, y)
+    torch.testing.assert_close(x, exp_x)
+    torch.testing.assert_close(o, exp_x + 1)
+    assert p.stats()["aliased_writebacks"] == 1 and p.stats()["copy_writebacks"] == 0
+
+
+def test_failed_guard_writes_nothing():
+    p = plan('''
+def f(x: "f32[4]", y: "i64[4]"):
+  add0 = add(x, 1)  # f32[4]
+  x1 = copy_(x, add0)  # f32[4]
+  writeback(x, x1)
+  return (x1,)
+''')
+    x = torch.randn(4)
+    old = x.clone()
+    with pytest.raises(GuardError, match=r"y\.dtype == torch\.int64"):
+        p(x, torch.zeros(4))
+    assert torch.equal(x, old)
+
+
+def test_segment_error_points_at_the_plan_line_and_node():
+    p = plan('''
+def f(x: "f32[4, 3]", i: "i64[2]"):
+  e = exp(x)  # f32[4, 3]
+  s = index_select(x, 0, i)  # f32[2, 3]
+  return (s, e)
+''')
+    with pytest.raises(SegmentError, match=r"seg\d failed at plan line \d+: .*index_select.*\(IR: s = index_select\)"):
+        p(torch.randn(4, 3), torch.tensor([0, 7]))
