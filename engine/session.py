@@ -72,10 +72,12 @@ class SaturationReport:
     phases: list[PhaseReport] = field(default_factory=list)
     seconds: float = 0.0
     nodes: int = 0
+    #: matches of the analysis passes run before the first and after the last phase
+    analysis: dict[str, int] = field(default_factory=dict)
 
     @property
     def matches(self) -> dict[str, int]:
-        out: dict[str, int] = {}
+        out: dict[str, int] = dict(self.analysis)
         for p in self.phases:
             for k, v in p.matches.items():
                 out[k] = out.get(k, 0) + v
@@ -177,7 +179,7 @@ class Session:
         t_start = time.perf_counter()
         step = (f"(run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
                 f":ban-length {budget.ban_length})) (seq (saturate (run {analysis})) (run-with bo {{phase}})))")
-        self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis")
+        self._count(self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis"), rep.analysis)
         for phase in phases:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
@@ -204,10 +206,16 @@ class Session:
             rep.phases.append(pr)
             if stop.kind in ("nodes", "time"):
                 break
-        self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis")
+        self._count(self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis"), rep.analysis)
         rep.seconds = time.perf_counter() - t_start
         rep.nodes = self.size()
         return rep
+
+    @staticmethod
+    def _count(outs: list, into: dict[str, int]) -> None:
+        for o in outs:
+            for k, v in getattr(getattr(o, "report", None), "num_matches_per_rule", {}).items():
+                into[k] = into.get(k, 0) + v
 
     def serialize(self, lets: Sequence[str]) -> tuple[dict, list[str]]:
         """The whole e-graph as egraph-serialize JSON, plus the class id of each let name."""
