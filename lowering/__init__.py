@@ -7,8 +7,8 @@ alias-safe write-backs), run on the real nvFuser frontend or on the torch refere
 """
 
 from .guards import GuardError, Prologue, build_prologue
-from .plan import EXECUTORS, Plan, SegmentError, lower
+from .plan import EXECUTORS, LoweringError, Plan, SegmentError, lower
 from .support import SUPPORT, is_fusible, needs_segment_input
 
-__all__ = ["EXECUTORS", "GuardError", "Plan", "Prologue", "SUPPORT", "SegmentError", "build_prologue", "is_fusible",
+__all__ = ["EXECUTORS", "GuardError", "LoweringError", "Plan", "Prologue", "SUPPORT", "SegmentError", "build_prologue", "is_fusible",
            "lower", "needs_segment_input"]

@@ -248,7 +248,7 @@ class _Emitter:
             h = self.new(self.fresh(f"{h}_r"), f"fd.ops.reshape({h}, new_shape={self.shape_list(kept)})", kept,
                          self.dtype[h], frozenset())
             bdims = tuple(bdims[i] for i in keep)
-            ins, bc = kept, frozenset()
+            ins, bc, expand = kept, frozenset(), []
         shape_txt = []
         for d in range(r):
             if d in bdims:

@@ -81,8 +81,8 @@ class _P:
             return repr(e) if math.isfinite(e) else f"float('{e}')"
         if isinstance(e, sympy.Integer):
             return str(int(e))
-        if isinstance(e, sympy.Float) and e == int(e):
-            return str(int(e))
+        if isinstance(e, sympy.Float):
+            return repr(float(e))
         if isinstance(e, sympy.Symbol):
             if e not in self.names:
                 raise Unprintable(f"symbol {e} is not bound")
@@ -123,6 +123,14 @@ class _P:
             if isinstance(e, sympy.floor):
                 return f"({self.atom(num)} // {self.atom(den)})"
             return f"(-(-{self.atom(num)} // {self.atom(den)}))"
+        if isinstance(e, (tsf.FloatPow, tsf.PowByNatural)):
+            return f"{self.atom(e.args[0])} ** {self.atom(e.args[1])}"
+        if isinstance(e, (tsf.FloatTrueDiv, tsf.IntTrueDiv)):
+            return f"({self.atom(e.args[0])} / {self.atom(e.args[1])})"
+        if isinstance(e, tsf.ToFloat):
+            return f"float({self.p(e.args[0])})"
+        if isinstance(e, (tsf.TruncToInt, tsf.TruncToFloat)):
+            return f"{'int' if isinstance(e, tsf.TruncToInt) else 'float'}(math.trunc({self.p(e.args[0])}))"
         if isinstance(e, (sympy.Max, tsf.Max)):
             return "max(" + ", ".join(self.p(a) for a in e.args) + ")"
         if isinstance(e, (sympy.Min, tsf.Min)):
@@ -240,7 +248,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
     body.append(f"    if len(inputs) != {n}:")
     body.append("        fail(0, locals())")
     body.append(f"    {', '.join(v.name for v in ins)}{',' if n == 1 else ''} = inputs" if n else "    pass")
-    glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch}
+    glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch, "math": math}
     for i, v in enumerate(ins):
         t = v.type
         if isinstance(t, TensorType):

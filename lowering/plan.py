@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import sympy
 import torch
-from satfuse.engine.ir import Node, TensorType, Trace, Var
+from satfuse.engine.ir import IRError, Node, TensorType, Trace, Var
 from satfuse.engine.vocab import IMPLS, is_opaque
 
 from . import frontend_ref, nvfuser_probe
@@ -42,6 +42,10 @@ from .segments import Fallback, Segment, Step, partition
 from .writeback import Clone, WriteCopy, plan_writebacks
 
 EXECUTORS = ("auto", "reference", "nvfuser")
+
+
+class LoweringError(IRError):
+    """The trace cannot be lowered: names the node and what is missing."""
 
 
 class SegmentError(RuntimeError):
@@ -245,6 +249,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         executor = "nvfuser" if cuda and nvfuser_probe.probe().available else "reference"
     trace.lint()
     prologue = build_prologue(trace, hints)
+    _check_bound(trace, set(prologue.symbols))
     steps: list[Step] = partition(trace)
     wb = plan_writebacks(trace, steps)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
@@ -389,6 +394,22 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     return plan
 
 
+def _check_bound(trace: Trace, bound: set[str]) -> None:
+    """Every symbol the program computes with must be bound by the prologue (an input)."""
+    for n in trace.nodes:
+        syms = _node_symbols(n)
+        for o in n.outs:
+            syms |= o.type.symbols()
+        free = sorted(s.name for s in syms if s.name not in bound)
+        if free:
+            raise LoweringError(f"node {', '.join(o.name for o in n.outs)} = {n.op}(...) uses {', '.join(free)}, which no "
+                                "input binds (a data-dependent value such as .item()? capture must make it an "
+                                "input, a guarded constant or an opaque op)")
+    for o in trace.outputs:
+        if isinstance(o, sympy.Basic) and {s.name for s in o.free_symbols} - bound:
+            raise LoweringError(f"output {o} uses symbols no input binds")
+
+
 def _all_symbols(trace: Trace) -> set[sympy.Symbol]:
     out: set[sympy.Symbol] = set()
     for n in trace.nodes:
@@ -421,4 +442,4 @@ def _reads(step: Any) -> list[Var]:
     return []
 
 
-__all__ = ["EXECUTORS", "GuardError", "Plan", "SegmentError", "lower"]
+__all__ = ["EXECUTORS", "GuardError", "LoweringError", "Plan", "SegmentError", "lower"]
