@@ -25,3 +25,12 @@ def __getattr__(name: str) -> Any:
 
         return jit
     raise AttributeError(f"module 'satfuse' has no attribute {name!r}")
+
+
+def _register_backend() -> None:
+    from satfuse.backend import register  # light: no torch._dynamo unless it is already loaded
+
+    register()
+
+
+_register_backend()

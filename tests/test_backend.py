@@ -1,0 +1,202 @@
+"""torch.compile(backend="satfuse"): registration, mutation, dynamic shapes, training
+through AOTAutograd, guards that become Dynamo guards."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import satfuse
+from satfuse import backend as B
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+def _new(before: int) -> list:
+    return B.LAST[before:] if len(B.LAST) > before else []
+
+
+def _run(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_registered_at_import_when_dynamo_loaded():
+    out = _run("""
+        import torch._dynamo
+        from torch._dynamo.backends import registry
+        import satfuse, satfuse.backend
+        print(registry._COMPILER_FNS.get("satfuse") is satfuse.backend.satfuse_backend)
+        print("satfuse" in torch._dynamo.list_backends())
+    """)
+    assert out.split() == ["True", "True"]
+
+
+def test_entry_point_without_importing_satfuse():
+    out = _run("""
+        import sys, torch
+        f = torch.compile(lambda x: x * 2 + 1, backend="satfuse")
+        x = torch.randn(4)
+        print(torch.allclose(f(x), x * 2 + 1), "satfuse.backend" in sys.modules)
+    """)
+    assert out.split() == ["True", "True"]
+
+
+def test_import_satfuse_is_cheap():
+    out = _run("""
+        import sys, satfuse
+        print("torch._dynamo" in sys.modules, "egglog" in sys.modules, "satfuse.engine" in sys.modules)
+    """)
+    assert out.split() == ["False", "False", "False"]
+
+
+def test_lookup_by_name_after_import():
+    from torch._dynamo.backends.registry import lookup_backend
+
+    assert lookup_backend("satfuse") is B.satfuse_backend
+
+
+def test_inplace_mutation_visible_to_caller():
+    def f(x, y):
+        x.add_(y)
+        return x * 2
+
+    cf = torch.compile(f, backend="satfuse")
+    x, y = torch.randn(5), torch.randn(5)
+    xe = x.clone()
+    n0 = len(B.LAST)
+    out = cf(x, y)
+    want = f(xe, y)
+    assert torch.allclose(out, want) and torch.allclose(x, xe)
+    (c,) = _new(n0)
+    assert c.kind == "inference" and c.trace.writebacks  # the in-place op reached satfuse as a write-back
+
+
+def test_kv_cache_program():
+    from tests.corpus import BY_NAME
+
+    case = BY_NAME["kv_cache"]
+    cf = torch.compile(case.fn, backend="satfuse")
+    got_in, want_in = case.make_inputs(), case.make_inputs()
+    got, want = cf(*got_in), case.fn(*want_in)
+    assert torch.allclose(got, want, atol=1e-5)
+    for a, b in zip(got_in, want_in):
+        assert torch.equal(a, b)  # q and k updated in place like eager
+
+
+def test_cross_entropy_and_layer_norm():
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(8, 16, generator=g), torch.randint(0, 16, (8,), generator=g)
+    assert torch.allclose(torch.compile(F.cross_entropy, backend="satfuse")(x, y), F.cross_entropy(x, y), atol=1e-6)
+
+    def ln(x, w, b):
+        return F.layer_norm(x, (16,), w, b)
+
+    w, b = torch.randn(16, generator=g), torch.randn(16, generator=g)
+    assert torch.allclose(torch.compile(ln, backend="satfuse")(x, w, b), ln(x, w, b), atol=1e-5)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_linear_ce_training_step(dynamic):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(16, 4)
+    ref = torch.nn.Linear(16, 4)
+    ref.load_state_dict(model.state_dict())
+
+    def step(m, x, y):
+        loss = F.cross_entropy(m(x), y)
+        loss.backward()
+        return loss
+
+    cs = torch.compile(step, backend="satfuse", dynamic=dynamic)
+    n0 = len(B.LAST)
+    for n in (8, 6):
+        x, y = torch.randn(n, 16), torch.randint(0, 4, (n,))
+        model.zero_grad()
+        ref.zero_grad()
+        got, want = cs(model, x, y), step(ref, x, y)
+        assert torch.allclose(got, want, atol=1e-6)
+        assert torch.allclose(model.weight.grad, ref.weight.grad, atol=1e-6)
+        assert torch.allclose(model.bias.grad, ref.bias.grad, atol=1e-6)
+    kinds = [c.kind for c in _new(n0)]
+    assert "forward" in kinds and "backward" in kinds  # AOTAutograd: each graph its own trace
+    if dynamic:
+        assert kinds.count("forward") == 1
+
+
+def test_split_program_dynamic_compile_count():
+    from tests.test_seed001 import SPLIT_CALLS, split_program
+
+    cf = torch.compile(split_program, backend="satfuse", dynamic=True)
+    a = torch.randn(2, 3, 10)
+    n0 = len(B.LAST)
+    for d0, d1 in SPLIT_CALLS:
+        for g, w in zip(cf(a, d0, d1), split_program(a, d0, d1)):
+            assert torch.equal(g, w), (d0, d1)
+    n = len(_new(n0))
+    print(f"\nsplit program under torch.compile(backend='satfuse', dynamic=True): {n} compile(s) "
+          f"for {len(SPLIT_CALLS)} calls")
+    assert n <= 2
+
+
+def test_satfuse_guard_becomes_dynamo_guard():
+    """The plan's guard `a.size(2) - dim0 - dim1 >= 0` is a Dynamo guard: a call that
+    violates it goes back to Dynamo, whose own trace rejects it, naming the op; the input
+    (mutated first by the program in eager) is untouched."""
+    from tests.test_seed001 import split_inplace
+
+    cf = torch.compile(split_inplace, backend="satfuse", dynamic=True)
+    a = torch.randn(2, 3, 10)
+    ae = a.clone()
+    for g, w in zip(cf(a, 3, 4), split_inplace(ae, 3, 4)):
+        assert torch.equal(g, w)
+    assert torch.equal(a, ae)
+    before = a.clone()
+    with pytest.raises(Exception, match="split_with_sizes"):
+        cf(a, 11, 1)
+    assert torch.equal(a, before)
+
+
+def test_get_attr_constants_are_lifted():
+    import torch.fx as fx
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", torch.tensor([2.0, 3.0]))
+
+        def forward(self, x):
+            return x * self.scale
+
+    gm = fx.symbolic_trace(M())
+    assert any(n.op == "get_attr" for n in gm.graph.nodes)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    x = torch.randn(2)
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            n.meta["example_value"] = mode.from_tensor(x)
+    fn = B.satfuse_backend(gm, [x])
+    assert torch.allclose(fn(x)[0], x * torch.tensor([2.0, 3.0]))
+
+
+def test_make_backend_options():
+    f = torch.compile(lambda x: (x * 2).sum(), backend=B.make_backend(target="eager", executor="reference"))
+    x = torch.randn(3)
+    assert torch.allclose(f(x), (x * 2).sum())
+
+
+def test_satfuse_namespace_has_jit():
+    assert callable(satfuse.jit)
