@@ -450,7 +450,7 @@ class _Ops:
             for k in range(a.dim()):
                 if k != d and a.shape[k] != i.shape[k]:
                     raise FrontendError("take_along_axis: non-indexed extents must be equal")
-            return torch.take_along_dim(a, i, d)
+            return torch.take_along_dim(a, i.long(), d)  # nvFuser takes Int32 indices too
 
         return self._t(run, arg, index)
 
@@ -458,7 +458,7 @@ class _Ops:
         return self._t(lambda a, i: torch.index_select(a, dim, i), arg, index)
 
     def gather(self, arg: Val, index: Val, dim: int) -> Val:
-        return self._t(lambda a, i: torch.gather(a, dim, i), arg, index)
+        return self._t(lambda a, i: torch.gather(a, dim, i.long()), arg, index)
 
     def scatter(self, arg: Val, index: Val, src: Any, dim: int) -> Val:
-        return self._t(lambda a, i, s: torch.scatter(a, dim, i, s), arg, index, src)
+        return self._t(lambda a, i, s: torch.scatter(a, dim, i.long(), s), arg, index, src)
