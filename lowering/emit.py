@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import sympy
 import torch
@@ -347,121 +347,11 @@ class _Emitter:
 
     # ------------------------------------------------------------ nodes
     def emit_node(self, n: Node) -> None:
-        op = n.op
-        out = n.out
-        ot = out.type
-        assert isinstance(ot, TensorType)
-        name = out.name
-        a = n.args
-        if op in UNARY or op in BINARY or op == "where":
-            self.elementwise(n)
-            return
-        if op == "cast":
-            x = a[0]
-            if isinstance(x, Var) and x.is_tensor:
-                h = self.h[id(x)]
-                self.h[id(out)] = self.new(name, f"fd.ops.cast({h}, dtype={dt(a[1])})", ot.shape, a[1], self.bcast[h])
-            else:
-                self.h[id(out)] = self.new(name, f"fd.ops.full(shape=[], fill_value={self.operand(x)}, dtype={dt(a[1])})",
-                                           (), a[1])
-            return
-        if op in ("sum", "prod", "amax", "amin"):
-            self.reduction(n)
-            return
-        if op == "broadcast_in_dim":
-            h = self.h[id(a[0])]
-            self.h[id(out)] = self.broadcast_to(h, tuple(a[1]), tuple(a[2]), name=name)
-            return
-        if op == "reshape":
-            h = self.h[id(a[0])]
-            self.h[id(out)] = self.new(name, f"fd.ops.reshape({h}, new_shape={self.shape_list(tuple(a[1]))})", ot.shape,
-                                       ot.dtype, frozenset())
-            return
-        if op == "permute":
-            h = self.h[id(a[0])]
-            dims = [d % max(len(a[1]), 1) for d in a[1]]
-            bc = frozenset(i for i, d in enumerate(dims) if d in self.bcast[h])
-            self.h[id(out)] = self.new(name, f"fd.ops.permute({h}, dims={dims})", ot.shape, ot.dtype, bc)
-            return
-        if op == "squeeze":
-            h = self.h[id(a[0])]
-            rank = len(self.shape[h])
-            dims = sorted({d % max(rank, 1) for d in a[1]})
-            if not dims:
-                self.h[id(out)] = h
-                return
-            keep = [i for i in range(rank) if i not in dims]
-            bc = frozenset(keep.index(i) for i in self.bcast[h] if i in keep)
-            if all(d in self.bcast[h] for d in dims):
-                self.h[id(out)] = self.new(name, f"fd.ops.squeeze({h}, dims={dims})", ot.shape, ot.dtype, bc)
-            else:
-                self.h[id(out)] = self.new(name, f"fd.ops.reshape({h}, new_shape={self.shape_list(ot.shape)})", ot.shape,
-                                           ot.dtype, frozenset())
-            return
-        if op == "slice":
-            h = self.h[id(a[0])]
-            self.h[id(out)] = self.new(
-                name, f"fd.ops.slice({h}, start_indices={self.shape_list(a[1])}, end_indices={self.shape_list(a[2])}, "
-                f"strides={self.shape_list(a[3])})", ot.shape, ot.dtype)
-            return
-        if op == "cat":
-            ts = [self.h[id(t)] for t in a[0]]
-            dim = a[1] % ot.rank
-            self.h[id(out)] = self.new(name, f"fd.ops.cat([{', '.join(ts)}], dim={dim})", ot.shape, ot.dtype)
-            return
-        if op == "pad":
-            h = self.h[id(a[0])]
-            self.h[id(out)] = self.new(name, f"fd.ops.pad({h}, pad_widths={self.shape_list(a[1])}, "
-                                       f"value={self.fill(a[2], ot.dtype)})", ot.shape, ot.dtype)
-            return
-        if op == "iota":
-            length, dtype, dim, rank = a
-            start, step = ("0", "1") if dtype in INT_DTYPES else ("0.0", "1.0")
-            ln = self.extent(length)
-            if rank == 1:
-                self.h[id(out)] = self.new(name, f"fd.ops.iota({ln}, {start}, {step}, dtype={dt(dtype)})", ot.shape, dtype)
-                return
-            t = self.new(self.fresh(f"{name}_1d"), f"fd.ops.iota({ln}, {start}, {step}, dtype={dt(dtype)})", (length,), dtype)
-            self.h[id(out)] = self.broadcast_to(t, ot.shape, (dim,), name=name)
-            return
-        if op == "full":
-            shape, value, dtype = a
-            self.h[id(out)] = self.new(name, f"fd.ops.full(shape={self.shape_list(tuple(shape))}, "
-                                       f"fill_value={self.fill(value, dtype)}, dtype={dt(dtype)})", ot.shape, dtype,
-                                       frozenset(i for i, e in enumerate(ot.shape) if _same(e, 1)))
-            return
-        if op == "take_along_axis":
-            x, idx, dim = a
-            hx, hi = self.h[id(x)], self.h[id(idx)]
-            d = dim % ot.rank
-            want = tuple(idx.type.shape[i] if i == d else x.type.shape[i] for i in range(ot.rank))
-            hi = self.broadcast_to(hi, want, tuple(range(ot.rank)))
-            self.h[id(out)] = self.new(name, f"fd.ops.take_along_axis({hx}, {hi}, dim={d})", ot.shape, ot.dtype)
-            return
-        if op == "index_select":
-            x, dim, idx = a
-            d = dim % ot.rank
-            self.h[id(out)] = self.new(name, f"fd.ops.index_select({self.h[id(x)]}, {self.h[id(idx)]}, dim={d})",
-                                       ot.shape, ot.dtype)
-            return
-        if op == "copy_":
-            dst, src = a
-            if isinstance(src, Var) and src.is_tensor:
-                h0 = self.h[id(src)]
-                same_shape = len(self.shape[h0]) == dst.type.rank and all(
-                    _same(x, y) for x, y in zip(self.shape[h0], dst.type.shape))
-                if self.dtype[h0] == dst.type.dtype and same_shape:
-                    self.h[id(out)] = self.new(name, f"fd.ops.set({h0})", ot.shape, ot.dtype, self.bcast[h0])
-                elif same_shape:
-                    self.h[id(out)] = self.new(name, f"fd.ops.cast({h0}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype,
-                                               self.bcast[h0])
-                else:
-                    self.h[id(out)] = self.broadcast_to(self.cast(h0, dst.type.dtype), dst.type.shape, name=name)
-            else:
-                self.h[id(out)] = self.new(name, f"fd.ops.full(shape={self.shape_list(ot.shape)}, "
-                                           f"fill_value={self.fill(src, ot.dtype)}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype)
-            return
-        raise EmitError(f"no translation for {op} (support table says {SUPPORT.get(op)})")
+        tr = TRANSLATORS.get(n.op)
+        if tr is None:
+            raise EmitError(f"no translation for {n.op} (support table says {SUPPORT.get(n.op)})")
+        assert isinstance(n.out.type, TensorType)
+        self.h[id(n.out)] = tr(self, n)
 
     def fill(self, v: Any, dtype: str) -> str:
         if isinstance(v, Var) or (isinstance(v, sympy.Expr) and not v.is_number):
@@ -537,6 +427,167 @@ class _Emitter:
                          res_dt, bc)
             self.new(out.name, f"fd.ops.cast({t}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc)
         self.h[id(out)] = out.name
+
+
+# ---------------------------------------------------------------------- translators
+#
+# One translator per IR op, registered next to the others; ``support.SUPPORT`` holds the
+# matching capability facts (``fallback_reason``) and ``test_lowering_segments`` checks
+# that every fusible op has a translator. A translator emits lines and returns the
+# handle holding the node's result.
+
+Translator = Callable[[_Emitter, Node], str]
+TRANSLATORS: dict[str, Translator] = {}
+
+
+def translates(*ops: str) -> Callable[[Translator], Translator]:
+    def deco(fn: Translator) -> Translator:
+        for op in ops:
+            TRANSLATORS[op] = fn
+        return fn
+
+    return deco
+
+
+@translates(*UNARY, *BINARY, "where")
+def _elementwise(e: _Emitter, n: Node) -> str:
+    e.elementwise(n)
+    return n.out.name
+
+
+@translates("sum", "prod", "amax", "amin")
+def _reduction(e: _Emitter, n: Node) -> str:
+    e.reduction(n)
+    return e.h[id(n.out)]
+
+
+@translates("cast")
+def _cast(e: _Emitter, n: Node) -> str:
+    x, to = n.args
+    out = n.out
+    if isinstance(x, Var) and x.is_tensor:
+        h = e.h[id(x)]
+        return e.new(out.name, f"fd.ops.cast({h}, dtype={dt(to)})", out.type.shape, to, e.bcast[h])
+    return e.new(out.name, f"fd.ops.full(shape=[], fill_value={e.operand(x)}, dtype={dt(to)})", (), to)
+
+
+@translates("broadcast_in_dim")
+def _broadcast_in_dim(e: _Emitter, n: Node) -> str:
+    x, shape, bdims = n.args
+    return e.broadcast_to(e.h[id(x)], tuple(shape), tuple(bdims), name=n.out.name)
+
+
+@translates("reshape")
+def _reshape(e: _Emitter, n: Node) -> str:
+    ot = n.out.type
+    return e.new(n.out.name, f"fd.ops.reshape({e.h[id(n.args[0])]}, new_shape={e.shape_list(tuple(n.args[1]))})",
+                 ot.shape, ot.dtype)
+
+
+@translates("permute")
+def _permute(e: _Emitter, n: Node) -> str:
+    ot = n.out.type
+    h = e.h[id(n.args[0])]
+    dims = [d % max(len(n.args[1]), 1) for d in n.args[1]]
+    bc = frozenset(i for i, d in enumerate(dims) if d in e.bcast[h])
+    return e.new(n.out.name, f"fd.ops.permute({h}, dims={dims})", ot.shape, ot.dtype, bc)
+
+
+@translates("squeeze")
+def _squeeze(e: _Emitter, n: Node) -> str:
+    """``squeeze`` only drops broadcast dims in nvFuser; other extent-1 dims lower to ``reshape``."""
+    ot = n.out.type
+    h = e.h[id(n.args[0])]
+    rank = len(e.shape[h])
+    dims = sorted({d % max(rank, 1) for d in n.args[1]})
+    if not dims:
+        return h
+    keep = [i for i in range(rank) if i not in dims]
+    if all(d in e.bcast[h] for d in dims):
+        bc = frozenset(keep.index(i) for i in e.bcast[h] if i in keep)
+        return e.new(n.out.name, f"fd.ops.squeeze({h}, dims={dims})", ot.shape, ot.dtype, bc)
+    return e.new(n.out.name, f"fd.ops.reshape({h}, new_shape={e.shape_list(ot.shape)})", ot.shape, ot.dtype)
+
+
+@translates("slice")
+def _slice(e: _Emitter, n: Node) -> str:
+    ot = n.out.type
+    x, starts, ends, strides = n.args
+    return e.new(n.out.name, f"fd.ops.slice({e.h[id(x)]}, start_indices={e.shape_list(starts)}, "
+                 f"end_indices={e.shape_list(ends)}, strides={e.shape_list(strides)})", ot.shape, ot.dtype)
+
+
+@translates("cat")
+def _cat(e: _Emitter, n: Node) -> str:
+    ot = n.out.type
+    ts = [e.h[id(t)] for t in n.args[0]]
+    return e.new(n.out.name, f"fd.ops.cat([{', '.join(ts)}], dim={n.args[1] % ot.rank})", ot.shape, ot.dtype)
+
+
+@translates("pad")
+def _pad(e: _Emitter, n: Node) -> str:
+    ot = n.out.type
+    x, widths, value = n.args
+    return e.new(n.out.name, f"fd.ops.pad({e.h[id(x)]}, pad_widths={e.shape_list(widths)}, "
+                 f"value={e.fill(value, ot.dtype)})", ot.shape, ot.dtype)
+
+
+@translates("iota")
+def _iota(e: _Emitter, n: Node) -> str:
+    """IR ``iota(length, dtype, dim, rank)``: a 1-D ``fd.ops.iota`` placed at ``dim`` of a rank-``rank`` tensor."""
+    ot = n.out.type
+    length, dtype, dim, rank = n.args
+    start, step = ("0", "1") if dtype in INT_DTYPES else ("0.0", "1.0")
+    call = f"fd.ops.iota({e.extent(length)}, {start}, {step}, dtype={dt(dtype)})"
+    if rank == 1:
+        return e.new(n.out.name, call, ot.shape, dtype)
+    t = e.new(e.fresh(f"{n.out.name}_1d"), call, (length,), dtype)
+    return e.broadcast_to(t, ot.shape, (dim,), name=n.out.name)
+
+
+@translates("full")
+def _full(e: _Emitter, n: Node) -> str:
+    ot = n.out.type
+    shape, value, dtype = n.args
+    return e.new(n.out.name, f"fd.ops.full(shape={e.shape_list(tuple(shape))}, fill_value={e.fill(value, dtype)}, "
+                 f"dtype={dt(dtype)})", ot.shape, dtype, frozenset(i for i, x in enumerate(ot.shape) if _same(x, 1)))
+
+
+@translates("take_along_axis")
+def _take_along_axis(e: _Emitter, n: Node) -> str:
+    """nvFuser needs equal non-indexed extents: an index with extent 1 there is broadcast first."""
+    ot = n.out.type
+    x, idx, dim = n.args
+    d = dim % ot.rank
+    want = tuple(idx.type.shape[i] if i == d else x.type.shape[i] for i in range(ot.rank))
+    hi = e.broadcast_to(e.h[id(idx)], want, tuple(range(ot.rank)))
+    return e.new(n.out.name, f"fd.ops.take_along_axis({e.h[id(x)]}, {hi}, dim={d})", ot.shape, ot.dtype)
+
+
+@translates("index_select")
+def _index_select(e: _Emitter, n: Node) -> str:
+    ot = n.out.type
+    x, dim, idx = n.args
+    return e.new(n.out.name, f"fd.ops.index_select({e.h[id(x)]}, {e.h[id(idx)]}, dim={dim % ot.rank})", ot.shape,
+                 ot.dtype)
+
+
+@translates("copy_")
+def _copy(e: _Emitter, n: Node) -> str:
+    """``dst.copy_(src)``'s value: ``src`` cast to dst's dtype and broadcast to its shape (a fresh tensor)."""
+    ot = n.out.type
+    dst, src = n.args
+    name = n.out.name
+    if not (isinstance(src, Var) and src.is_tensor):
+        return e.new(name, f"fd.ops.full(shape={e.shape_list(ot.shape)}, fill_value={e.fill(src, ot.dtype)}, "
+                     f"dtype={dt(ot.dtype)})", ot.shape, ot.dtype)
+    h0 = e.h[id(src)]
+    same_shape = len(e.shape[h0]) == dst.type.rank and all(_same(x, y) for x, y in zip(e.shape[h0], dst.type.shape))
+    if e.dtype[h0] == dst.type.dtype and same_shape:
+        return e.new(name, f"fd.ops.set({h0})", ot.shape, ot.dtype, e.bcast[h0])
+    if same_shape:
+        return e.new(name, f"fd.ops.cast({h0}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, e.bcast[h0])
+    return e.broadcast_to(e.cast(h0, dst.type.dtype), dst.type.shape, name=name)
 
 
 def _same(a: Any, b: Any) -> bool:

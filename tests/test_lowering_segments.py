@@ -120,3 +120,10 @@ def test_split_dynamic_random(a0, a1, a2, dim0, dim1):
     assert len(out) == 3
     for o, e in zip(out, exp):
         assert torch.equal(o, e)
+
+
+def test_every_fusible_op_has_a_translator():
+    from satfuse.lowering.emit import TRANSLATORS
+
+    fusible = {op for op, row in SUPPORT.items() if row.fusible}
+    assert fusible == set(TRANSLATORS), (fusible ^ set(TRANSLATORS))
