@@ -11,7 +11,8 @@ every guard check (``guard_ns``), so ``stats()['guard_us_per_call']`` is the pri
 call pays before any kernel runs.
 
 Public API: :class:`PlanCache`, :class:`Entry`, :class:`CacheLimitError`,
-:class:`RecompileError`, :class:`RunEagerly`.
+:class:`RecompileError`, :class:`RunEagerly`,
+:func:`fast_prologue`.
 """
 
 from __future__ import annotations
@@ -172,6 +173,45 @@ class PlanCache:
         s = self.stats()
         return (f"<{self.name}: {s['plans']}/{self.max_plans} plans, {s['hits']} hits, {s['misses']} misses, "
                 f"{s['compiles']} compiles, {s['eager_calls']} eager, {s['guard_us_per_call']:.2f} us/call in guards>")
+
+
+class GuardMiss(GuardError):
+    """A failed check of a :func:`fast_prologue`: cheap to raise; the readable message (the
+    prologue's own, naming the guard and the values) is built only when shown."""
+
+    def __init__(self, k: int, ctx: Any, explain: Callable[[int, Any], None]) -> None:
+        super().__init__()
+        self.k, self.ctx, self.explain = k, ctx, explain
+
+    def __str__(self) -> str:
+        try:
+            self.explain(self.k, self.ctx)  # the prologue's own cold path: raises the readable GuardError
+        except GuardError as e:
+            return str(e)
+        except Exception as e:  # noqa: BLE001 - a message must not fail
+            return f"guard {self.k} failed ({type(e).__name__} while explaining it)"
+        return f"guard {self.k} failed"
+
+
+def fast_prologue(prologue: Any) -> Callable[[Sequence[Any]], Any]:
+    """The same generated checks as ``prologue`` (a ``guards.Prologue``), compiled again with a
+    ``fail`` that raises a bare :class:`GuardMiss`: a plan tried before the one that serves
+    a call costs its checks, not a formatted error message."""
+    src = getattr(prologue, "source", None)
+    fn = getattr(prologue, "fn", None)
+    if not src or fn is None:
+        return prologue
+    glob = dict(fn.__globals__)
+    explain = glob.get("fail")
+    if not callable(explain):
+        return prologue
+
+    def fail(k: int, ctx: Any) -> None:
+        raise GuardMiss(k, ctx, explain)
+
+    glob["fail"] = fail
+    exec(compile(src, "<satfuse prologue (cache)>", "exec"), glob)
+    return glob[fn.__name__]
 
 
 class _KeyMismatch(GuardError):

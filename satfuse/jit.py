@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from satfuse.lowering.cache import Entry, PlanCache, RunEagerly
+from satfuse.lowering.cache import Entry, PlanCache, RunEagerly, fast_prologue
 from satfuse.lowering.guards import GuardError
 
 _LEAF_TYPES = (torch.Tensor, int, float, bool)
@@ -121,9 +121,9 @@ class Jitted:
         prologue = getattr(lowered, "prologue", None)
         if not callable(prologue):
             prologue = build_prologue(engine.trace, hints)
-        check = prologue
+        check = fast_prologue(prologue)
         if engine.trace.writebacks:
-            check = _alias_checked(prologue, engine.trace)
+            check = _alias_checked(check, engine.trace)
         run = getattr(lowered, "run_unchecked", None) or lowered
         return Entry(check=check, plan=plan, key=key, info={"out_spec": cap.out_spec, "run": run})
 
@@ -154,21 +154,21 @@ def _aliased(trace: Any, inputs: Sequence[Any]) -> bool:
 
 def _alias_checked(prologue: Callable, trace: Any) -> Callable:
     """The prologue, plus: no mutated input shares memory with another input (eager would
-    see the write through the alias; the plan reads the old values)."""
-    written_ids = {id(b) for b, _ in trace.writebacks}
-    written = tuple(i for i, v in enumerate(trace.inputs) if id(v) in written_ids)
-    others = tuple(i for i, v in enumerate(trace.inputs) if id(v) not in written_ids and v.is_tensor)
-    names = ", ".join(trace.inputs[i].name for i in written)
-
-    def check(inputs: Sequence[Any]) -> Any:
-        env = prologue(inputs)
-        ws = {inputs[i].untyped_storage().data_ptr() for i in written}
-        if len(ws) < len(written) or any(inputs[j].untyped_storage().data_ptr() in ws for j in others):
-            if _aliased(trace, inputs):
-                raise _AliasError(f"guard failed: an input shares memory with a mutated input ({names})")
-        return env
-
-    check.__wrapped__ = prologue  # type: ignore[attr-defined]
+    see the write through the alias; the plan reads the old values). The fast test is one
+    set of storage addresses; only a collision runs the exact test."""
+    idx = [i for i, v in enumerate(trace.inputs) if v.is_tensor]
+    names = ", ".join(b.name for b, _ in trace.writebacks)
+    if len(idx) < 2:
+        return prologue
+    ptrs = ", ".join(f"inputs[{i}].untyped_storage().data_ptr()" for i in idx)
+    src = (f"def check(inputs):\n    env = prologue(inputs)\n"
+           f"    if len({{{ptrs}}}) != {len(idx)} and aliased(trace, inputs):\n"
+           f"        raise AliasError('guard failed: an input shares memory with a mutated input ({names})')\n"
+           f"    return env\n")
+    glob = {"prologue": prologue, "aliased": _aliased, "trace": trace, "AliasError": _AliasError}
+    exec(compile(src, "<satfuse alias guard>", "exec"), glob)
+    check = glob["check"]
+    check.__wrapped__ = prologue
     return check
 
 

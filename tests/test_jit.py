@@ -165,16 +165,20 @@ def test_plan_cache_unit():
         c2.get([1], boom)
 
 
-def _measure(f, inputs, n=300):
+def _measure(f, inputs, batches=5, n=100):
+    """Best of ``batches`` (shared machines are noisy): us/call in guards and in total."""
     for _ in range(20):
         f(*inputs)
     c = f.cache
-    ns0, calls0 = c.guard_ns, c.calls
-    t0 = time.perf_counter()
-    for _ in range(n):
-        f(*inputs)
-    total = (time.perf_counter() - t0) / n * 1e6
-    return (c.guard_ns - ns0) / 1e3 / (c.calls - calls0), total
+    best_guard = best_total = float("inf")
+    for _ in range(batches):
+        ns0, calls0 = c.guard_ns, c.calls
+        t0 = time.perf_counter()
+        for _ in range(n):
+            f(*inputs)
+        best_total = min(best_total, (time.perf_counter() - t0) / n * 1e6)
+        best_guard = min(best_guard, (c.guard_ns - ns0) / 1e3 / (c.calls - calls0))
+    return best_guard, best_total
 
 
 def test_guard_overhead_ce_and_kv_cache():
