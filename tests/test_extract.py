@@ -286,3 +286,27 @@ def test_ilp_timeout_falls_back_to_greedy_with_a_note():
     check(view, roots, ex.choice)
     assert ex.note and ex.note != "optimal"
     assert ex.dag_cost <= dag_cost(view, roots, greedy, cost) + EPS
+
+
+# --------------------------------------------------------------------------- real programs
+
+
+@pytest.mark.parametrize("name", ["ce_fwd_bwd", "adam_hand", "layer_norm"])
+def test_ilp_on_captured_programs(name):
+    """Saturated e-graphs of corpus programs with the built-in packs: both extractors give
+    checked, acyclic programs, and the ILP is never worse than greedy."""
+    from satfuse.engine import capture
+    from satfuse.engine.optimize import optimize_trace
+    from satfuse.rewrites import load_catalogue
+
+    from tests.corpus import BY_NAME
+
+    case = BY_NAME[name]
+    cap = capture(case.fn, *case.make_inputs(), dynamic=case.dynamic)
+    cat = load_catalogue()
+    res = {ex: optimize_trace(cap.trace, cat.sources, cat.phases, hints=cap.symbol_hints, extractor=ex)
+           for ex in EXTRACTORS}
+    for r in res.values():
+        r.trace.lint()
+    assert res["ilp"].extraction.dag_cost <= res["greedy-dag"].extraction.dag_cost + EPS
+    assert res["ilp"].extraction.note == "optimal"

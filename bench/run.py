@@ -1,0 +1,390 @@
+"""Plan quality and optimizer latency at realistic sizes; GPU timings when a GPU is present.
+
+    python bench/run.py [--target nvfuser,eager] [--programs ce_fwd,adam,...] [--runs 20]
+                        [--no-gpu] [--json OUT.jsonl]
+
+Never run by the test suite. For each program of ``bench/programs.py`` ``REAL`` (CE
+forward and forward+backward at [512, 32768] and [8192, 32768] f32, Adam over 10
+parameters of 1M elements, a GPT-2 MLP block, a GPT-2 attention block with SDPA) and
+each target it prints:
+
+* **optimizer time** from ``satfuse.optimize``'s ``Plan.timings``, split into capture,
+  saturation (encode + saturate), extraction (serialize + extract + decode) and lowering;
+  "opt" is everything but capture. A throwaway capture runs first, so torch's one-time
+  warm-up is not charged to the first program.
+* **modeled bytes** of the chosen plan, from ``engine/costs.py``: for ``nvfuser``, the bytes
+  crossing the boundaries of the lowered plan's steps (``Plan.steps``: segment inputs read
+  and outputs/aliased write-backs written, fallback ops' operands and results, write-back
+  copies, clones: :func:`plan_traffic`); for ``eager``, an op-by-op torch run of the
+  extracted trace (:func:`eager_traffic`: every non-view op reads its operands and writes
+  its result, in-place ops write in place). If lowering fails, the nvFuser bytes come
+  from the same partition lowering would use (``segments.partition`` + write-back
+  planning) and the row says so.
+* **minimum bytes**: every tensor input that is read, read once; every output and
+  write-back written once (:func:`minimum_traffic`), and **modeled / minimum**.
+
+Sizes: capture runs on ``meta`` tensors at the real sizes (capture traces fake copies of
+its inputs, and a meta tensor has shape and dtype but no storage), so nothing of
+[8192, 32768] is allocated here. Real tensors are made only for the GPU part.
+
+GPU part (when ``torch.cuda.is_available()`` and not ``--no-gpu``): the nvFuser-target plan
+(built from CUDA inputs, real nvFuser when it imports, else the reference executor: the
+"executor" column says which) against eager and ``torch.compile`` (Inductor), each the
+median of ``--runs`` calls after warm-up, bracketed by ``torch.cuda.synchronize()``. The
+achieved rate is the program's *minimum* bytes over the median time (so the three are
+compared on the same work), next to the copy bandwidth measured on this GPU (a 1 GiB
+``tensor.copy_``, read + write counted); peak memory is ``torch.cuda.max_memory_allocated``
+during one call, above what was allocated before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+from satfuse.engine import capture  # noqa: E402
+from satfuse.engine.costs import Traffic, eager_traffic, minimum_traffic, plan_traffic  # noqa: E402
+
+from bench.programs import REAL, Program, ce_fwd, ce_inputs  # noqa: E402
+
+MiB = 2**20
+
+
+# --------------------------------------------------------------------------- optimizer + bytes
+
+
+def split_timings(t: dict[str, float]) -> dict[str, float]:
+    """Plan.timings -> capture / saturation / extraction / lowering (seconds)."""
+    return {
+        "capture": t.get("capture", 0.0),
+        "saturation": t.get("encode", 0.0) + t.get("saturate", 0.0),
+        "extraction": t.get("serialize", 0.0) + t.get("extract", 0.0) + t.get("decode", 0.0),
+        "lowering": t.get("lower", 0.0),
+    }
+
+
+def optimize_and_measure(prog: Program, target: str) -> dict[str, Any]:
+    """Optimize ``prog`` at its real size (meta inputs) for ``target``; bytes and timings."""
+    import satfuse
+
+    rec: dict[str, Any] = {"program": prog.title, "name": prog.name, "target": target, "note": ""}
+    inputs = prog.inputs("meta")
+    try:
+        plan = satfuse.optimize(prog.fn, *inputs, target=target, executor="reference")
+        trace, hints, captured = plan.trace, plan.captured.symbol_hints, plan.captured.trace
+        timings = dict(plan.timings)
+        steps = plan.lowered.steps
+    except Exception as e:  # lowering (or a stage before it) failed: measure what we can
+        rec["note"] = f"satfuse.optimize failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}"
+        trace, hints, captured, timings, steps = _engine_only(prog, target, inputs)
+        if steps is not None:
+            rec["note"] += "; nvFuser bytes from segments.partition"
+    rec["timings"] = split_timings(timings)
+    rec["optimizer_s"] = sum(v for k, v in rec["timings"].items() if k != "capture")
+    minimum = minimum_traffic(captured, hints)
+    modeled: Traffic | None
+    if target == "eager":
+        modeled = eager_traffic(trace, hints)
+    else:
+        modeled = plan_traffic(steps, trace, hints) if steps is not None else None
+    rec["minimum_bytes"] = minimum.total
+    rec["modeled_bytes"] = modeled.total if modeled else None
+    rec["ratio"] = modeled.total / minimum.total if modeled and minimum.total else None
+    rec["kernels"] = modeled.kernels if modeled else None
+    inter = sorted(modeled.intermediates(), key=lambda m: -m.bytes) if modeled else []
+    rec["intermediates"] = [(m.var, m.type, m.bytes) for m in inter]
+    rec["traffic"] = modeled
+    rec["trace"] = trace
+    return rec
+
+
+def _child(index: int, target: str, q: Any) -> None:
+    try:
+        capture(ce_fwd, *ce_inputs("meta"))  # torch's one-time tracing warm-up, not charged to the program
+        rec = optimize_and_measure(REAL[index], target)
+        tr = rec.pop("traffic")
+        rec.pop("trace")
+        rec["traffic_table"] = tr.table() if tr is not None else ""
+        q.put(("ok", rec))
+    except BaseException as e:  # noqa: BLE001 - egglog panics are BaseExceptions
+        q.put(("err", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+
+
+def measure_isolated(prog: Program, target: str, timeout: float) -> dict[str, Any] | None:
+    """:func:`optimize_and_measure` in a child process with a time limit: a rule pack whose
+    saturation runs away (egglog has no timeout inside an iteration) costs one row, not
+    the whole run. The child is spawned, not forked (a fork of a process that already
+    runs torch's and egglog's threads can deadlock), so each row pays a fresh import of
+    torch; the timings come from inside the child and do not include it. Returns the
+    record with the Traffic table as text, or None on failure (printed)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(REAL.index(prog), target, q))
+    t0 = time.perf_counter()
+    proc.start()
+    try:
+        kind, val = q.get(timeout=timeout)
+    except Exception:  # noqa: BLE001 - queue.Empty: the child ran out of time
+        proc.kill()
+        proc.join()
+        print(f"{prog.title} ({target}): no result within {timeout:.0f}s (killed after "
+              f"{time.perf_counter() - t0:.0f}s; saturation cannot be interrupted inside an egglog iteration)")
+        return None
+    proc.join()
+    if kind == "err":
+        print(f"{prog.title} ({target}): failed: {val}")
+        return None
+    return val
+
+
+def _engine_only(prog: Program, target: str, inputs: tuple):
+    from satfuse.engine.optimize import optimize_trace
+    from satfuse.rewrites import load_catalogue
+
+    cap = capture(prog.fn, *inputs)
+    cat = load_catalogue()
+    res = optimize_trace(cap.trace, cat.sources, cat.phases, target=target, hints=cap.symbol_hints)
+    timings = {"capture": cap.seconds, **res.timings}
+    steps = None
+    try:
+        from satfuse.lowering.segments import partition
+        from satfuse.lowering.writeback import plan_writebacks
+
+        t0 = time.perf_counter()
+        steps = plan_writebacks(res.trace, partition(res.trace)).steps
+        timings["lower"] = time.perf_counter() - t0
+    except Exception:  # noqa: BLE001 - reported as missing bytes
+        pass
+    return res.trace, cap.symbol_hints, cap.trace, timings, steps
+
+
+def fmt_mb(b: float | None) -> str:
+    return "-" if b is None else f"{b / MiB:,.1f}"
+
+
+def print_quality(recs: list[dict]) -> None:
+    head = (f"{'program':<26} {'target':<8} {'capture':>8} {'satur.':>8} {'extract':>8} {'lower':>7} {'opt':>8} "
+            f"{'modeled MiB':>12} {'min MiB':>10} {'ratio':>6} {'kern':>5}  largest intermediate")
+    print(head)
+    print("-" * len(head))
+    for r in recs:
+        t = r["timings"]
+        big = r["intermediates"][0] if r["intermediates"] else None
+        bigs = f"{big[0]} {big[1]} ({fmt_mb(big[2])} MiB)" if big else "none"
+        ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
+        print(f"{r['program']:<26} {r['target']:<8} {t['capture'] * 1e3:>8.1f} {t['saturation'] * 1e3:>8.1f} "
+              f"{t['extraction'] * 1e3:>8.1f} {t['lowering'] * 1e3:>7.1f} {r['optimizer_s'] * 1e3:>8.1f} "
+              f"{fmt_mb(r['modeled_bytes']):>12} {fmt_mb(r['minimum_bytes']):>10} {ratio:>6} "
+              f"{'-' if r['kernels'] is None else r['kernels']:>5}  {bigs}")
+        if r["note"]:
+            print(f"{'':<26} ^ {r['note']}")
+    print("times in ms; opt = saturation + extraction + lowering (capture excluded)")
+
+
+def print_must_show(recs: list[dict]) -> None:
+    by = {(r["program"], r["target"]): r for r in recs}
+    print("\n## must-show figures")
+    ce = by.get(("CE fwd [512, 32768]", "nvfuser"))
+    if ce:
+        n_full = 512 * 32768
+        full = [i for i in ce["intermediates"] if i[2] >= n_full * 4]
+        verdict = "PASS: no [512, 32768] intermediate is materialized" if not full and ce["modeled_bytes"] else \
+            f"FAIL: materialized {full}" if full else "UNKNOWN: no nvFuser bytes (lowering failed)"
+        print(f"CE fwd [512, 32768], nvfuser: {verdict}")
+        for tgt in ("nvfuser", "eager"):
+            r = by.get(("CE fwd [512, 32768]", tgt))
+            if r and r["ratio"] is not None:
+                print(f"  {tgt:<8} modeled/minimum = {fmt_mb(r['modeled_bytes'])} / {fmt_mb(r['minimum_bytes'])} MiB "
+                      f"= {r['ratio']:.3f}  ({r['kernels']} kernels)")
+    ad = by.get(("Adam 10 x 1M", "nvfuser"))
+    if ad and ad["ratio"] is not None:
+        ok = ad["modeled_bytes"] <= 1.05 * ad["minimum_bytes"]
+        print(f"Adam 10 x 1M, nvfuser: modeled {fmt_mb(ad['modeled_bytes'])} MiB <= 1.05 x minimum "
+              f"{fmt_mb(ad['minimum_bytes'])} MiB ? {'PASS' if ok else 'FAIL'} (ratio {ad['ratio']:.3f}, "
+              f"{ad['kernels']} kernel(s))")
+        ade = by.get(("Adam 10 x 1M", "eager"))
+        if ade and ade["ratio"] is not None:
+            print(f"  eager    modeled/minimum = {ade['ratio']:.3f} ({ade['kernels']} kernels)")
+    print("optimizer time (capture excluded) vs capture time:")
+    for r in recs:
+        if r["name"] in ("ce_fwd_bwd", "adam") and r["target"] == "nvfuser":
+            cap = r["timings"]["capture"]
+            print(f"  {r['program']:<26} opt {r['optimizer_s'] * 1e3:8.1f} ms   capture {cap * 1e3:8.1f} ms   "
+                  f"opt/capture {r['optimizer_s'] / cap if cap else float('nan'):.2f}")
+
+
+# --------------------------------------------------------------------------- GPU timing
+
+
+def _median_time(fn, runs: int, warmup: int = 3) -> float:
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(runs):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
+def _peak(fn) -> int:
+    torch.cuda.synchronize()
+    base = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - base
+
+
+def copy_bandwidth(runs: int) -> float:
+    a = torch.empty(2**28, device="cuda")
+    b = torch.empty_like(a)
+    t = _median_time(lambda: b.copy_(a), runs)
+    return 2 * 2**30 / t
+
+
+def _close(a, b) -> bool:
+    la = [x for x in (a if isinstance(a, (list, tuple)) else [a]) if isinstance(x, torch.Tensor)]
+    lb = [x for x in (b if isinstance(b, (list, tuple)) else [b]) if isinstance(x, torch.Tensor)]
+    return len(la) == len(lb) and all(torch.allclose(x.float(), y.float(), rtol=1e-3, atol=1e-4) for x, y in zip(la, lb))
+
+
+def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]:
+    import satfuse
+
+    torch.manual_seed(0)
+    bw = copy_bandwidth(runs)
+    print(f"\n## GPU: {torch.cuda.get_device_name()}, copy bandwidth {bw / 1e9:,.0f} GB/s (1 GiB copy_, read + write)")
+    minimum = {r["program"]: r["minimum_bytes"] for r in recs}
+    head = (f"{'program':<26} {'variant':<9} {'executor':<10} {'median ms':>10} {'GB/s (min bytes)':>17} "
+            f"{'% copy bw':>9} {'peak MiB':>9}  check")
+    print(head)
+    print("-" * len(head))
+    out = []
+    for prog in progs:
+        try:
+            inputs = prog.inputs("cuda")
+        except torch.OutOfMemoryError:
+            print(f"{prog.title:<26} out of memory making inputs")
+            continue
+        variants: list[tuple[str, str, Any]] = [("eager", "torch", prog.fn)]
+        try:
+            t0 = time.perf_counter()
+            compiled = torch.compile(prog.fn)
+            ref_inputs = _clone(inputs)
+            compiled(*ref_inputs)
+            torch.cuda.synchronize()
+            variants.append(("inductor", f"({time.perf_counter() - t0:.0f}s)", compiled))
+        except Exception as e:  # noqa: BLE001
+            print(f"{prog.title:<26} inductor  failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+        try:
+            plan = satfuse.optimize(prog.fn, *inputs, target="nvfuser")
+            variants.append(("satfuse", plan.lowered.executor, plan))
+        except Exception as e:  # noqa: BLE001
+            print(f"{prog.title:<26} satfuse   failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+        expect = prog.fn(*_clone(inputs)) if prog.name != "adam" else None
+        for name, executor, fn in variants:
+            check = ""
+            try:
+                if prog.name == "adam":
+                    a, b = _clone(inputs), _clone(inputs)
+                    prog.fn(*a)
+                    fn(*b)
+                    check = "ok" if _close(a[0], b[0]) else "MISMATCH"
+                elif expect is not None:
+                    check = "ok" if _close(expect, fn(*_clone(inputs))) else "MISMATCH"
+                med = _median_time(lambda: fn(*inputs), runs)
+                peak = _peak(lambda: fn(*inputs))
+            except Exception as e:  # noqa: BLE001
+                print(f"{prog.title:<26} {name:<9} {executor:<10} failed: {type(e).__name__}: "
+                      f"{str(e).splitlines()[0][:100] if str(e) else ''}")
+                continue
+            mb = minimum.get(prog.title, 0)
+            rate = mb / med if med else 0.0
+            print(f"{prog.title:<26} {name:<9} {executor:<10} {med * 1e3:>10.3f} {rate / 1e9:>17,.0f} "
+                  f"{100 * rate / bw:>8.0f}% {peak / MiB:>9,.0f}  {check}")
+            out.append({"program": prog.title, "variant": name, "executor": executor, "median_s": med,
+                        "min_bytes": mb, "bytes_per_s": rate, "copy_bw": bw, "peak_bytes": peak, "check": check})
+        inputs = variants = expect = None
+        torch.cuda.empty_cache()
+    return out
+
+
+def _clone(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_clone(y) for y in x)
+    return x
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", default="nvfuser,eager", help="comma-separated cost targets (default nvfuser,eager)")
+    ap.add_argument("--programs", default="", help="comma-separated program names or titles (default: all)")
+    ap.add_argument("--runs", type=int, default=20, help="timed runs per GPU measurement (default 20)")
+    ap.add_argument("--no-gpu", action="store_true", help="skip the GPU timing part even when a GPU is present")
+    ap.add_argument("--json", metavar="PATH", help="write one JSON record per (program, target) and GPU timing")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds per (program, target) optimization, run in a child process (default 120; "
+                         "egglog cannot be interrupted inside an iteration)")
+    ap.add_argument("--show-plans", action="store_true", help="print each nvFuser-target plan's byte table")
+    args = ap.parse_args(argv)
+    targets = [t for t in args.target.split(",") if t]
+    for t in targets:
+        if t not in ("nvfuser", "eager"):
+            ap.error(f"unknown target {t!r} (known: nvfuser, eager)")
+    want = {p for p in args.programs.split(",") if p}
+    progs = [p for p in REAL if not want or p.name in want or p.title in want]
+    if not progs:
+        ap.error(f"no program matches {args.programs!r}; known: {', '.join(sorted({p.name for p in REAL}))}")
+    from satfuse.rewrites import load_catalogue
+
+    cat = load_catalogue()
+    print(f"# bench/run.py: packs {', '.join(sorted({r.pack for r in cat.rules})) or '(none)'}; torch {torch.__version__}")
+    recs = []
+    for prog in progs:
+        for t in targets:
+            rec = measure_isolated(prog, t, args.timeout)
+            if rec is not None:
+                recs.append(rec)
+    print_quality(recs)
+    if args.show_plans:
+        for r in recs:
+            if r["traffic_table"] and r["target"] == "nvfuser":
+                print(f"\n### {r['program']} ({r['target']})\n{r['traffic_table']}")
+    print_must_show(recs)
+    gpu: list[dict] = []
+    if torch.cuda.is_available() and not args.no_gpu:
+        gpu = gpu_timings(progs, recs, args.runs)
+    elif not args.no_gpu:
+        print("\n(no CUDA GPU: timing part skipped)")
+    if args.json:
+        with open(args.json, "w") as f:
+            for r in recs:
+                f.write(json.dumps(r) + "\n")
+            for g in gpu:
+                f.write(json.dumps(g) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
