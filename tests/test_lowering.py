@@ -141,3 +141,18 @@ def test_guard_messages():
         p(torch.randn(8, 16), 3)
     with pytest.raises(GuardError, match="expected 2 inputs"):
         p(torch.randn(8, 16))
+
+
+def split_with_sizes_out(a, dim0, dim1):
+    dim2 = a.size(2) - dim0 - dim1
+    x = torch.split(a, (dim0, dim1, dim2), dim=2)
+    return x[0] * 2, dim2, x[2].size(2) + dim2, 7
+
+
+def test_symbolic_and_constant_outputs():
+    c = capture(split_with_sizes_out, torch.randn(2, 3, 10), 3, 4, dynamic=True)
+    p = lower(c.trace, hints=c.symbol_hints, executor="reference")
+    a = torch.randn(2, 3, 12)
+    out = p(a, 2, 5)
+    assert out[1:] == [5, 10, 7] and all(type(v) is int for v in out[1:])
+    torch.testing.assert_close(out[0], a[:, :, :2] * 2)
