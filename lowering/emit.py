@@ -128,6 +128,7 @@ class _Emitter:
         for b, v in seg.aliases:
             self.used |= {b.name, v.name}
         self.extents: dict[Any, str] = {}  # sympy expr -> handle
+        self.memo: dict[tuple, str] = {}  # (cast|bcast, handle, target) -> handle: emit each helper op once
         self.extent_inputs: list[Any] = []
         self.size_src: dict[Any, tuple[str, int]] = {}
         self.sym_names = sym_names or {}
@@ -223,8 +224,12 @@ class _Emitter:
     def cast(self, h: str, to: str) -> str:
         if self.dtype.get(h) == to or h not in self.dtype:
             return h
-        return self.new(self.fresh(f"{h}_{to}"), f"fd.ops.cast({h}, dtype={dt(to)})", self.shape[h], to, self.bcast[h],
-                        self.expanded.get(h, frozenset()))
+        key = ("cast", h, to)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = self.new(self.fresh(f"{h}_{to}"), f"fd.ops.cast({h}, dtype={dt(to)})", self.shape[h], to,
+                                  self.bcast[h], self.expanded.get(h, frozenset()))
+        return self.memo[key]
 
     def broadcast_to(self, h: str, out: tuple, bdims: tuple[int, ...] | None = None, name: str | None = None) -> str:
         """Explicit torch-style broadcast of handle ``h`` to ``out`` (right-aligned unless ``bdims``)."""
@@ -236,6 +241,9 @@ class _Emitter:
             bdims = tuple(range(r - len(ins), r))
         if len(ins) == r and tuple(bdims) == tuple(range(r)) and all(_same(ins[i], out[i]) for i in range(r)):
             return h
+        key = ("bcast", h, tuple(out), tuple(bdims))
+        if name is None and key in self.memo:
+            return self.memo[key]
         expand = [i for i, d in enumerate(bdims) if not _same(ins[i], out[d])]
         for i in expand:
             if not _same(ins[i], 1):
@@ -261,8 +269,10 @@ class _Emitter:
         nb |= frozenset(bdims[i] for i in bc if _same(out[bdims[i]], 1))
         ex = frozenset(d for d in range(r) if d not in bdims and not _same(out[d], 1))
         ex |= frozenset(bdims[i] for i in expand) | frozenset(bdims[i] for i in self.expanded.get(h, ()))
-        return self.new(name or self.fresh(f"{h}_b"), f"fd.ops.broadcast_in_dim({h}, shape=[{', '.join(shape_txt)}], "
-                        f"broadcast_dims={list(bdims)})", out, self.dtype[h], nb, ex)
+        r = self.new(name or self.fresh(f"{h}_b"), f"fd.ops.broadcast_in_dim({h}, shape=[{', '.join(shape_txt)}], "
+                     f"broadcast_dims={list(bdims)})", out, self.dtype[h], nb, ex)
+        self.memo[key] = r
+        return r
 
     # ------------------------------------------------------------ segment
     def run(self) -> EmittedSegment:
@@ -384,6 +394,14 @@ class _Emitter:
                 ops_txt.append(h)
             elif isinstance(x, Var):
                 ops_txt.append(self.h[id(x)])
+            elif c is not None and (isinstance(x, (bool, int, float)) or (isinstance(x, sympy.Basic) and x.is_number)):
+                # a Python number as a typed constant: nvFuser would make a float a Double
+                sd = "f32" if c in ("f16", "bf16") else c  # torch computes Half/BFloat16 in float
+                if isinstance(x, bool) or sd == "b8":
+                    ops_txt.append(f"fd.define_scalar({bool(x)!r}, dtype={dt('b8')})")
+                else:
+                    lit = num(float(x)) if sd in ("f64", "f32", "c64", "c128") else num(int(x))
+                    ops_txt.append(f"fd.define_scalar({lit}, dtype={dt(sd)})")
             else:
                 ops_txt.append(self.operand(x))
         cast_back = op not in PREDICATES and (ot.dtype in ("f16", "bf16", "b8") or op == "pow")

@@ -70,7 +70,7 @@ def seg1(fd):
     squeeze8 = fd.ops.squeeze(gather7, dims=[1])
     neg9 = fd.ops.neg(squeeze8)
     mean = fd.ops.sum(neg9, dims=[0], keepdim=False)
-    mean10 = fd.ops.div(mean, 8)
+    mean10 = fd.ops.div(mean, fd.define_scalar(8.0, dtype=DataType.Float))
     fd.add_output(mean10)
 
 def computation(inputs):
