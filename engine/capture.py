@@ -74,37 +74,42 @@ class Captured:
     symbol_hints: dict[str, int] = field(default_factory=dict)
 
 
-def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[int] = False, name: str | None = None) -> Captured:
-    """Trace ``fn`` on fake copies of ``example_inputs`` into a Trace.
+def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = False, name: str | None = None,
+            **example_kwargs: Any) -> Captured:
+    """Trace ``fn`` on fake copies of the inputs under a ShapeEnv of our own.
 
-    ``dynamic``: False bakes every extent and int as a guarded constant; True makes every
-    tensor dim and int scalar symbolic; a list of input positions makes only those
-    inputs dynamic.
+    ``dynamic``: False bakes every extent and scalar as a guarded constant; True makes
+    every tensor dim and int scalar symbolic; a list of argument positions (and keyword
+    names) makes only those arguments dynamic. Floats and bools are always guarded
+    constants. Int scalars are *unspecified* symbols (as Dynamo makes them: no 0/1
+    specialization, no assumed sign); tensor dims follow torch's rules (size 0/1 is a
+    constant, other dynamic dims are symbols assumed ``>= 2``). Every assumption the
+    ShapeEnv made about a symbol's range becomes an explicit guard of the trace:
+    ``x.squeeze(0)`` on ``[s0, 4]`` is decided with no guard because ``s0 >= 2`` is
+    assumed, so a plan without the range guard would be silently wrong at size 1.
     """
+    from torch._dynamo.source import LocalSource
+
     t0 = time.perf_counter()
-    leaves, in_spec = pytree.tree_flatten((example_inputs, {}))
+    leaves, in_spec = pytree.tree_flatten((example_inputs, example_kwargs))
     positions = [i for i, x in enumerate(leaves) if isinstance(x, (torch.Tensor, int, float, bool))]
+    dyn_leaves = _dynamic_leaves(example_inputs, example_kwargs, dynamic)
     arg_names = _leaf_names(fn, example_inputs, leaves, positions)
     shape_env = ShapeEnv(duck_shape=False)
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=False)
     fakes: list[Any] = []
     for k, pos in enumerate(positions):
         x = leaves[pos]
-        dyn = dynamic is True or (isinstance(dynamic, (list, tuple, set)) and k in dynamic)
+        dyn = pos in dyn_leaves
+        src = LocalSource(arg_names[k])
         if isinstance(x, torch.Tensor):
             ctx = StatelessSymbolicContext(
                 dynamic_sizes=[DimDynamic.DYNAMIC if dyn else DimDynamic.STATIC] * x.dim(),
                 constraint_sizes=[None] * x.dim(),
             )
-            from torch._dynamo.source import ConstantSource
-
-            fakes.append(mode.from_tensor(x, symbolic_context=ctx, source=ConstantSource(arg_names[k])))
-        elif isinstance(x, int) and not isinstance(x, bool) and dyn:
-            from torch._dynamo.source import ConstantSource
-
-            src = ConstantSource(arg_names[k])
-            sym = shape_env.create_symbol(x, source=src, dynamic_dim=DimDynamic.DYNAMIC)
-            fakes.append(shape_env.create_symintnode(sym, hint=x, source=src))
+            fakes.append(mode.from_tensor(x, symbolic_context=ctx, source=src))
+        elif type(x) is int and dyn:
+            fakes.append(shape_env.create_unspecified_symint_and_symbol(x, src, DimDynamic.DYNAMIC))
         else:
             fakes.append(x)
 
@@ -126,13 +131,81 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[int] = 
     except IRError:
         raise
     except Exception as e:  # torch raises many kinds; say where it came from
-        raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: {type(e).__name__}: {e}") from e
+        raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
+                           f"{type(e).__name__}: {e}") from e
     conv = _Converter(gm, arg_names, leaves, positions, shape_env)
     trace = conv.run()
-    trace.name = name or "computation"
+    trace.guards = list(trace.guards) + range_guards(shape_env, conv.symbols, trace)
+    trace.name = name or getattr(fn, "__name__", "computation")
+    if not trace.name.isidentifier():
+        trace.name = "computation"
     secs = time.perf_counter() - t0
     trace.provenance = f"capture ({secs * 1e3:.1f} ms)"
-    return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs, conv.hints)
+    return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs,
+                    conv.hints)
+
+
+def _dynamic_leaves(args: tuple, kwargs: dict, dynamic: bool | Sequence[Any]) -> set[int]:
+    """Leaf indices (in the flattening of ``(args, kwargs)``) that are dynamic."""
+    n_all = len(pytree.tree_leaves((args, kwargs)))
+    if dynamic is True:
+        return set(range(n_all))
+    if dynamic is False or dynamic is None:
+        return set()
+    want = set(dynamic)
+    out: set[int] = set()
+    i = 0
+    for k, a in enumerate(args):
+        n = len(pytree.tree_leaves(a))
+        if k in want:
+            out |= set(range(i, i + n))
+        i += n
+    for key in sorted(kwargs):  # dicts flatten in sorted-key order
+        n = len(pytree.tree_leaves(kwargs[key]))
+        if key in want:
+            out |= set(range(i, i + n))
+        i += n
+    return out
+
+
+def range_guards(shape_env: ShapeEnv, symbols: dict[sympy.Symbol, sympy.Symbol], trace: Trace) -> list[Any]:
+    """The ShapeEnv's value ranges of the input symbols, as guards in our symbols.
+
+    Only bounds that no guard already states are added; ``[-oo, oo]`` adds nothing.
+    """
+    have = set(trace.guards)
+    bound = trace.symbols()
+    out: list[Any] = []
+    for theirs, ours in symbols.items():
+        if ours not in bound:
+            continue
+        vr = shape_env.var_to_range.get(theirs)
+        if vr is None:
+            continue
+        for bound_val, rel in ((vr.lower, sympy.Ge), (vr.upper, sympy.Le)):
+            if not getattr(bound_val, "is_Integer", False) and not isinstance(bound_val, int):
+                continue  # infinite
+            g = rel(ours, int(bound_val))
+            if g is sympy.true or g in have or _implied(g, have):
+                continue
+            out.append(g)
+            have.add(g)
+    return out
+
+
+def _implied(g: Any, have: set) -> bool:
+    """Cheap syntactic test: ``s >= b`` is implied by ``s > b2`` or ``s >= b2`` with b2 >= b-1 etc."""
+    s, b = g.lhs, int(g.rhs)
+    for h in have:
+        if not isinstance(h, sympy.core.relational.Relational) or h.lhs != s or not h.rhs.is_Integer:
+            continue
+        c = int(h.rhs)
+        if isinstance(g, sympy.GreaterThan):
+            if (isinstance(h, sympy.GreaterThan) and c >= b) or (isinstance(h, sympy.StrictGreaterThan) and c >= b - 1):
+                return True
+        elif (isinstance(h, sympy.LessThan) and c <= b) or (isinstance(h, sympy.StrictLessThan) and c <= b + 1):
+            return True
+    return False
 
 
 def _leaf_names(fn: Callable, args: tuple, leaves: list, positions: list[int]) -> list[str]:
