@@ -136,9 +136,7 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
     conv = _Converter(gm, arg_names, leaves, positions, shape_env)
     trace = conv.run()
     trace.guards = list(trace.guards) + range_guards(shape_env, conv.symbols, trace)
-    trace.name = name or getattr(fn, "__name__", "computation")
-    if not trace.name.isidentifier():
-        trace.name = "computation"
+    trace.name = name if name and name.isidentifier() else "computation"
     secs = time.perf_counter() - t0
     trace.provenance = f"capture ({secs * 1e3:.1f} ms)"
     return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs,

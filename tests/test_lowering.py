@@ -119,7 +119,10 @@ def test_split_dynamic_seed001():
     a = torch.randn(2, 3, 10)
     c = capture(split3, a, 3, 4, dynamic=True)
     p = lower(c.trace, hints=c.symbol_hints, executor="reference")
-    check(split3, a, 3, 4, plan=p, calls=[[a, 0, 0], [a, 10, 0], [a, 2, 5], [torch.randn(4, 1, 7), 1, 6]])
+    check(split3, a, 3, 4, plan=p, calls=[[a, 0, 0], [a, 10, 0], [a, 2, 5], [torch.randn(4, 2, 7), 1, 6]])
+    # capture assumed every dynamic dim >= 2 (torch's 0/1 specialization): a size-1 dim is refused, not guessed
+    with pytest.raises(GuardError, match=r"a\.shape\[1\] >= 2"):
+        p(torch.randn(4, 1, 7), 1, 6)
     x = a.clone()
     with pytest.raises(GuardError, match=r"a\.shape\[2\] - dim0 - dim1 >= 0 \(a\.shape=\(2, 3, 10\), dim0=8, dim1=4\)"):
         p(x, 8, 4)
