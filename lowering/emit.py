@@ -38,6 +38,8 @@ from .segments import Segment, data_inputs
 from .support import NVF_DTYPES, SUPPORT
 
 NVFUSER_VERSION = "0.2.36"
+#: names the definition body refers to; Vars so named are renamed
+RESERVED = frozenset({"fd", "DataType", "float", "int", "bool"})
 
 PREDICATES = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "logical_not", "logical_and", "logical_or"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
@@ -121,12 +123,14 @@ class _Emitter:
         self.bcast: dict[str, frozenset[int]] = {}
         self.expanded: dict[str, frozenset[int]] = {}  # dims that are expanded broadcasts (stride 0)
         self.is_input: set[str] = set()
-        self.used: set[str] = {"fd", "DataType", "float", "int", "bool"}
+        self.used: set[str] = set(RESERVED)
+        self.names: dict[int, str] = {}  # id(Var) -> its Python name in the definition
         for n in seg.nodes:
             for v in n.inputs() + list(n.outs):
-                self.used.add(v.name)
+                self.vn(v)
         for b, v in seg.aliases:
-            self.used |= {b.name, v.name}
+            self.vn(b)
+            self.vn(v)
         self.extents: dict[Any, str] = {}  # sympy expr -> handle
         self.memo: dict[tuple, str] = {}  # (cast|bcast, handle, target) -> handle: emit each helper op once
         self.extent_inputs: list[Any] = []
@@ -136,6 +140,17 @@ class _Emitter:
         self.counter = 0
 
     # ------------------------------------------------------------ names and lines
+    def vn(self, v: Var) -> str:
+        """A Var's name in the definition: its IR name unless that is reserved (``fd``, ``DataType``, ...)."""
+        nm = self.names.get(id(v))
+        if nm is None:
+            nm = v.name
+            while nm in RESERVED or (nm != v.name and nm in self.used):
+                nm += "_"
+            self.names[id(v)] = nm
+            self.used.add(nm)
+        return nm
+
     def fresh(self, hint: str) -> str:
         """``hint`` itself when free, else ``hint2``, ``hint3``, ..."""
         cand, k = hint, 1
@@ -288,7 +303,7 @@ class _Emitter:
         devices = {v.type.device for v in in_vars if isinstance(v.type, TensorType)}
         for v in in_vars:
             t = v.type
-            nm = v.name
+            nm = self.vn(v)
             self.h[id(v)] = nm
             inputs.append(v)
             if isinstance(t, TensorType):
@@ -339,8 +354,8 @@ class _Emitter:
                 opn = "logical_or" if b.type.dtype == "b8" else "add"
                 h = self.new(self.fresh(f"{h}_dense"), f"fd.ops.{opn}({h}, {z})", b.type.shape, b.type.dtype)
             if h in self.is_input or h in taken:  # an input or a visible output: alias a copy (Thunder's idiom)
-                h = self.new(self.fresh(f"{b.name}_new"), f"fd.ops.set({h})", b.type.shape, b.type.dtype)
-            self.line(f"fd.add_output({h}, alias_input={b.name})")
+                h = self.new(self.fresh(f"{self.vn(b)}_new"), f"fd.ops.set({h})", b.type.shape, b.type.dtype)
+            self.line(f"fd.add_output({h}, alias_input={self.h[id(b)]})")
             taken.add(h)
         for e, nm in self.extent_inputs:
             header.append((f"{nm} = fd.define_scalar(dtype=DataType.Int)", None))
@@ -408,11 +423,11 @@ class _Emitter:
         tens = [t for t in ops_txt if t in self.bcast]
         bc = frozenset.intersection(*[self.bcast[t] for t in tens]) if tens else frozenset()
         ex = frozenset.intersection(*[self.expanded[t] for t in tens]) if tens else frozenset()
-        target = self.fresh(f"{out.name}_nvf") if cast_back else out.name
+        target = self.fresh(f"{self.vn(out)}_nvf") if cast_back else self.vn(out)
         self.new(target, f"fd.ops.{op}({', '.join(ops_txt)})", ot.shape, "?" if cast_back else ot.dtype, bc, ex)
         if cast_back:
-            self.new(out.name, f"fd.ops.cast({target}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc, ex)
-        self.h[id(out)] = out.name
+            self.new(self.vn(out), f"fd.ops.cast({target}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc, ex)
+        self.h[id(out)] = self.vn(out)
 
     def reduction(self, n: Node) -> None:
         op, out = n.op, n.out
@@ -423,7 +438,7 @@ class _Emitter:
         if rank == 0:
             hh = self.cast(h, ot.dtype)
             if hh == h:
-                hh = self.new(out.name, f"fd.ops.set({h})", (), ot.dtype)
+                hh = self.new(self.vn(out), f"fd.ops.set({h})", (), ot.dtype)
             self.h[id(out)] = hh
             return
         dims = sorted({d % rank for d in dims})
@@ -439,12 +454,12 @@ class _Emitter:
             bc = frozenset(keep.index(i) for i in self.bcast[h] if i in keep)
         res_dt = "i64" if op in ("sum", "prod") and self.dtype[h] in INT_DTYPES | {"b8"} else self.dtype[h]
         if res_dt == ot.dtype:
-            self.new(out.name, f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape, ot.dtype, bc)
+            self.new(self.vn(out), f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape, ot.dtype, bc)
         else:
-            t = self.new(self.fresh(f"{out.name}_acc"), f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape,
+            t = self.new(self.fresh(f"{self.vn(out)}_acc"), f"fd.ops.{nvf}({h}, dims={dims}, keepdim={bool(keepdim)})", ot.shape,
                          res_dt, bc)
-            self.new(out.name, f"fd.ops.cast({t}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc)
-        self.h[id(out)] = out.name
+            self.new(self.vn(out), f"fd.ops.cast({t}, dtype={dt(ot.dtype)})", ot.shape, ot.dtype, bc)
+        self.h[id(out)] = self.vn(out)
 
 
 # ---------------------------------------------------------------------- translators
@@ -470,7 +485,7 @@ def translates(*ops: str) -> Callable[[Translator], Translator]:
 @translates(*UNARY, *BINARY, "where")
 def _elementwise(e: _Emitter, n: Node) -> str:
     e.elementwise(n)
-    return n.out.name
+    return e.h[id(n.out)]
 
 
 @translates("sum", "prod", "amax", "amin")
@@ -485,20 +500,20 @@ def _cast(e: _Emitter, n: Node) -> str:
     out = n.out
     if isinstance(x, Var) and x.is_tensor:
         h = e.h[id(x)]
-        return e.new(out.name, f"fd.ops.cast({h}, dtype={dt(to)})", out.type.shape, to, e.bcast[h])
-    return e.new(out.name, f"fd.ops.full(shape=[], fill_value={e.operand(x)}, dtype={dt(to)})", (), to)
+        return e.new(e.vn(out), f"fd.ops.cast({h}, dtype={dt(to)})", out.type.shape, to, e.bcast[h])
+    return e.new(e.vn(out), f"fd.ops.full(shape=[], fill_value={e.operand(x)}, dtype={dt(to)})", (), to)
 
 
 @translates("broadcast_in_dim")
 def _broadcast_in_dim(e: _Emitter, n: Node) -> str:
     x, shape, bdims = n.args
-    return e.broadcast_to(e.h[id(x)], tuple(shape), tuple(bdims), name=n.out.name)
+    return e.broadcast_to(e.h[id(x)], tuple(shape), tuple(bdims), name=e.vn(n.out))
 
 
 @translates("reshape")
 def _reshape(e: _Emitter, n: Node) -> str:
     ot = n.out.type
-    return e.new(n.out.name, f"fd.ops.reshape({e.h[id(n.args[0])]}, new_shape={e.shape_list(tuple(n.args[1]))})",
+    return e.new(e.vn(n.out), f"fd.ops.reshape({e.h[id(n.args[0])]}, new_shape={e.shape_list(tuple(n.args[1]))})",
                  ot.shape, ot.dtype)
 
 
@@ -508,7 +523,7 @@ def _permute(e: _Emitter, n: Node) -> str:
     h = e.h[id(n.args[0])]
     dims = [d % max(len(n.args[1]), 1) for d in n.args[1]]
     bc = frozenset(i for i, d in enumerate(dims) if d in e.bcast[h])
-    return e.new(n.out.name, f"fd.ops.permute({h}, dims={dims})", ot.shape, ot.dtype, bc)
+    return e.new(e.vn(n.out), f"fd.ops.permute({h}, dims={dims})", ot.shape, ot.dtype, bc)
 
 
 @translates("squeeze")
@@ -523,15 +538,15 @@ def _squeeze(e: _Emitter, n: Node) -> str:
     keep = [i for i in range(rank) if i not in dims]
     if all(d in e.bcast[h] for d in dims):
         bc = frozenset(keep.index(i) for i in e.bcast[h] if i in keep)
-        return e.new(n.out.name, f"fd.ops.squeeze({h}, dims={dims})", ot.shape, ot.dtype, bc)
-    return e.new(n.out.name, f"fd.ops.reshape({h}, new_shape={e.shape_list(ot.shape)})", ot.shape, ot.dtype)
+        return e.new(e.vn(n.out), f"fd.ops.squeeze({h}, dims={dims})", ot.shape, ot.dtype, bc)
+    return e.new(e.vn(n.out), f"fd.ops.reshape({h}, new_shape={e.shape_list(ot.shape)})", ot.shape, ot.dtype)
 
 
 @translates("slice")
 def _slice(e: _Emitter, n: Node) -> str:
     ot = n.out.type
     x, starts, ends, strides = n.args
-    return e.new(n.out.name, f"fd.ops.slice({e.h[id(x)]}, start_indices={e.shape_list(starts)}, "
+    return e.new(e.vn(n.out), f"fd.ops.slice({e.h[id(x)]}, start_indices={e.shape_list(starts)}, "
                  f"end_indices={e.shape_list(ends)}, strides={e.shape_list(strides)})", ot.shape, ot.dtype)
 
 
@@ -539,14 +554,14 @@ def _slice(e: _Emitter, n: Node) -> str:
 def _cat(e: _Emitter, n: Node) -> str:
     ot = n.out.type
     ts = [e.h[id(t)] for t in n.args[0]]
-    return e.new(n.out.name, f"fd.ops.cat([{', '.join(ts)}], dim={n.args[1] % ot.rank})", ot.shape, ot.dtype)
+    return e.new(e.vn(n.out), f"fd.ops.cat([{', '.join(ts)}], dim={n.args[1] % ot.rank})", ot.shape, ot.dtype)
 
 
 @translates("pad")
 def _pad(e: _Emitter, n: Node) -> str:
     ot = n.out.type
     x, widths, value = n.args
-    return e.new(n.out.name, f"fd.ops.pad({e.h[id(x)]}, pad_widths={e.shape_list(widths)}, "
+    return e.new(e.vn(n.out), f"fd.ops.pad({e.h[id(x)]}, pad_widths={e.shape_list(widths)}, "
                  f"value={e.fill(value, ot.dtype)})", ot.shape, ot.dtype)
 
 
@@ -558,16 +573,16 @@ def _iota(e: _Emitter, n: Node) -> str:
     start, step = ("0", "1") if dtype in INT_DTYPES else ("0.0", "1.0")
     call = f"fd.ops.iota({e.extent(length)}, {start}, {step}, dtype={dt(dtype)})"
     if rank == 1:
-        return e.new(n.out.name, call, ot.shape, dtype)
-    t = e.new(e.fresh(f"{n.out.name}_1d"), call, (length,), dtype)
-    return e.broadcast_to(t, ot.shape, (dim,), name=n.out.name)
+        return e.new(e.vn(n.out), call, ot.shape, dtype)
+    t = e.new(e.fresh(f"{e.vn(n.out)}_1d"), call, (length,), dtype)
+    return e.broadcast_to(t, ot.shape, (dim,), name=e.vn(n.out))
 
 
 @translates("full")
 def _full(e: _Emitter, n: Node) -> str:
     ot = n.out.type
     shape, value, dtype = n.args
-    return e.new(n.out.name, f"fd.ops.full(shape={e.shape_list(tuple(shape))}, fill_value={e.fill(value, dtype)}, "
+    return e.new(e.vn(n.out), f"fd.ops.full(shape={e.shape_list(tuple(shape))}, fill_value={e.fill(value, dtype)}, "
                  f"dtype={dt(dtype)})", ot.shape, dtype, frozenset(i for i, x in enumerate(ot.shape) if _same(x, 1)))
 
 
@@ -579,14 +594,14 @@ def _take_along_axis(e: _Emitter, n: Node) -> str:
     d = dim % ot.rank
     want = tuple(idx.type.shape[i] if i == d else x.type.shape[i] for i in range(ot.rank))
     hi = e.broadcast_to(e.h[id(idx)], want, tuple(range(ot.rank)))
-    return e.new(n.out.name, f"fd.ops.take_along_axis({e.h[id(x)]}, {hi}, dim={d})", ot.shape, ot.dtype)
+    return e.new(e.vn(n.out), f"fd.ops.take_along_axis({e.h[id(x)]}, {hi}, dim={d})", ot.shape, ot.dtype)
 
 
 @translates("index_select")
 def _index_select(e: _Emitter, n: Node) -> str:
     ot = n.out.type
     x, dim, idx = n.args
-    return e.new(n.out.name, f"fd.ops.index_select({e.h[id(x)]}, {e.h[id(idx)]}, dim={dim % ot.rank})", ot.shape,
+    return e.new(e.vn(n.out), f"fd.ops.index_select({e.h[id(x)]}, {e.h[id(idx)]}, dim={dim % ot.rank})", ot.shape,
                  ot.dtype)
 
 
@@ -595,7 +610,7 @@ def _copy(e: _Emitter, n: Node) -> str:
     """``dst.copy_(src)``'s value: ``src`` cast to dst's dtype and broadcast to its shape (a fresh tensor)."""
     ot = n.out.type
     dst, src = n.args
-    name = n.out.name
+    name = e.vn(n.out)
     if not (isinstance(src, Var) and src.is_tensor):
         return e.new(name, f"fd.ops.full(shape={e.shape_list(ot.shape)}, fill_value={e.fill(src, ot.dtype)}, "
                      f"dtype={dt(ot.dtype)})", ot.shape, ot.dtype)

@@ -24,6 +24,7 @@ the executor: the real ``nvfuser_direct`` frontend or ``frontend_ref``.
 
 from __future__ import annotations
 
+import keyword
 import math
 import time
 from collections import Counter
@@ -255,8 +256,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     segments = [s for s in wb.steps if isinstance(s, Segment)]
 
     # names: Vars keep theirs unless they clash with the program's globals
-    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inputs", "env", "float",
-                  "fail", "Tensor", "computation"} | {s.name for s in segments}
+    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inputs", "env", "float", "int",
+                  "max", "min", "math"} | {s.name for s in segments} | set(prologue.fn.__globals__)
     taken = {v.name for v in trace.inputs} | {o.name for n in trace.nodes for o in n.outs}
     local_names: dict[int, str] = {}
 
@@ -264,9 +265,10 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         nm = local_names.get(id(v))
         if nm is None:
             nm = v.name
-            while nm in glob_names:
+            while nm in glob_names or (nm != v.name and nm in taken):
                 nm += "_"
             local_names[id(v)] = nm
+            taken.add(nm)
         return nm
 
     sym_local: dict[sympy.Symbol, str] = {}
@@ -357,7 +359,10 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         head.append(f"{', '.join(in_names)}{',' if len(in_names) == 1 else ''} = inputs")
     for s in sorted(used_syms, key=lambda s: s.name):
         head.append(f"{sym_local[s]} = env[{s.name!r}]")
-    main = [f"def {trace.name if trace.name.isidentifier() else 'computation'}(inputs):"] + ["    " + x for x in head + body]
+    fname = trace.name if trace.name.isidentifier() and not keyword.iskeyword(trace.name) else "computation"
+    while fname in glob_names:
+        fname += "_"
+    main = [f"def {fname}(inputs):"] + ["    " + x for x in head + body]
 
     prov = f"# satfuse plan: {len(segments)} segment(s), {sum(isinstance(s, Fallback) for s in wb.steps)} fallback op(s); " \
            f"nvFuser {NVFUSER_VERSION} (nvfuser_direct) mapping; executor: {executor}"

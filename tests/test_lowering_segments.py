@@ -103,6 +103,7 @@ def split_plan():
 @settings(max_examples=60, deadline=None)
 @given(st.integers(2, 3), st.integers(2, 3), st.integers(2, 9), st.integers(-2, 11), st.integers(-2, 11))  # dims >= 2: the plan was captured assuming so (size 1 is refused by a guard, see test_lowering)
 def test_split_dynamic_random(a0, a1, a2, dim0, dim1):
+    """Extents >= 2: capture's ShapeEnv specializes 0 and 1 (its range guards say so)."""
     p = split_plan()
     a = torch.randn(a0, a1, a2)
     old = a.clone()
