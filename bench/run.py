@@ -39,6 +39,14 @@ achieved rate is the program's *minimum* bytes over the median time (so the thre
 compared on the same work), next to the copy bandwidth measured on this GPU (a 1 GiB
 ``tensor.copy_``, read + write counted); peak memory is ``torch.cuda.max_memory_allocated``
 during one call, above what was allocated before it.
+
+On a lent GPU machine (Python 3.12, torch 2.11, no network, 64 MiB carried): nvFuser
+comes from ``../shared/tools/nvfuser-carry.sh`` (``.nvf``); egglog 13.2's cp312 wheel is
+49 MiB, but satfuse only imports ``egglog.bindings``, so carry that one extension,
+stripped (``strip --strip-unneeded``: 219 MiB -> 11 MiB, 2.7 MiB as .tar.xz) under an
+empty ``egglog/__init__.py``. The tree is not pip-installed there: link the subpackages
+into ``satfuse/`` (``for d in engine rewrites lowering rules; do ln -sfn ../$d satfuse/$d; done``)
+and put the unpacked egglog and the repo root on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
