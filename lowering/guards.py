@@ -108,14 +108,14 @@ class _P:
         if isinstance(e, sympy.Pow):
             b, x = e.args
             if x.is_Integer and int(x) > 0:
-                return f"{self.atom(b)}**{int(x)}"
+                return f"{self.tight(b)}**{int(x)}"
             raise Unprintable(f"power {e}")
         if isinstance(e, (tsf.FloorDiv, tsf.CleanDiv)):
-            return f"{self.atom(e.args[0])} // {self.atom(e.args[1])}"
+            return f"{self.atom(e.args[0])} // {self.tight(e.args[1])}"
         if isinstance(e, tsf.CeilDiv):
-            return f"(-(-{self.atom(e.args[0])} // {self.atom(e.args[1])}))"
+            return f"(-(-{self.atom(e.args[0])} // {self.tight(e.args[1])}))"
         if isinstance(e, (tsf.PythonMod, sympy.Mod, tsf.Mod)):
-            return f"{self.atom(e.args[0])} % {self.atom(e.args[1])}"
+            return f"{self.atom(e.args[0])} % {self.tight(e.args[1])}"
         if isinstance(e, sympy.floor) or isinstance(e, sympy.ceiling):
             num, den = sympy.fraction(sympy.together(e.args[0]))
             if den == 1:
@@ -126,7 +126,7 @@ class _P:
         if isinstance(e, (tsf.FloatPow, tsf.PowByNatural)):
             return f"{self.atom(e.args[0])} ** {self.atom(e.args[1])}"
         if isinstance(e, (tsf.FloatTrueDiv, tsf.IntTrueDiv)):
-            return f"({self.atom(e.args[0])} / {self.atom(e.args[1])})"
+            return f"({self.atom(e.args[0])} / {self.tight(e.args[1])})"
         if isinstance(e, tsf.ToFloat):
             return f"float({self.p(e.args[0])})"
         if isinstance(e, (tsf.TruncToInt, tsf.TruncToFloat)):
@@ -147,6 +147,14 @@ class _P:
         if isinstance(e, sympy.Not):
             return f"not ({self.p(e.args[0])})"
         raise Unprintable(f"cannot print {e!r} ({type(e).__name__}) as Python")
+
+    def tight(self, e: Any) -> str:
+        """An operand that binds at least as tightly as ``*``: the right side of ``%``, ``//``, ``/``
+        (``a % (b*c)``, not ``a % b*c``, which Python reads as ``(a % b)*c``) and a power's base."""
+        s = self.atom(e)
+        if isinstance(e, (sympy.Mul, sympy.Pow, tsf.FloatPow, tsf.PowByNatural)):
+            return f"({s})"
+        return s
 
     def atom_mul(self, t: Any) -> str:
         s = self.p(t)

@@ -140,6 +140,20 @@ def test_pyexpr():
     assert pyexpr(sympy.And(s0 > 1, sympy.Ne(s1, 0)), names) == "a > 1 and b != 0"
 
 
+def test_pyexpr_right_operand_of_mod_and_floordiv():
+    """``a % b*c`` is ``(a % b)*c`` in Python: a product on the right of ``%``/``//`` needs
+    parentheses (HF GPT-2's guard ``Mod(s72, s72*(s70 + k)) != 0`` failed on its own example)."""
+    from torch.utils._sympy.functions import FloorDiv, PythonMod
+
+    s0, s1, s2 = S["s0"], S["s1"], S["s2"]
+    names = {s0: "a", s1: "b", s2: "c"}
+    vals = {"a": 2, "b": 3, "c": 5}
+    for e in [sympy.Ne(PythonMod(s0, s0 * (s1 + s2)), 0), FloorDiv(s0 * 40, s1 * s2), FloorDiv(s0, (s1 + s2) * s1),
+              PythonMod(s0 * s1, s2) * s1, (s0 * s1) ** 2]:
+        text = pyexpr(e, names)
+        assert eval(text, {}, dict(vals)) == e.subs({s0: 2, s1: 3, s2: 5}), text
+
+
 def test_hot_path_is_fast():
     p = build_prologue(trace(SYMBOLIC, guards=[sympy.Gt(S["s2"], 5)]))
     args = [torch.zeros(2, 5), torch.zeros(5), 7, 3, True]
