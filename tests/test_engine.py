@@ -4,7 +4,6 @@ budgets stop runaway rules and are reported; egglog failures name file:line."""
 import pytest
 import torch
 import torch.nn.functional as F
-
 from satfuse.engine import capture
 from satfuse.engine.interp import run_trace
 from satfuse.engine.optimize import optimize_trace

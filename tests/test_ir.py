@@ -4,7 +4,6 @@ import pytest
 import sympy
 import torch
 import torch.nn.functional as F
-
 from satfuse.engine import IRError, Node, TensorType, Trace, Var, capture, parse_trace
 from satfuse.engine.interp import run_trace
 
