@@ -170,19 +170,41 @@ class _Backend:
         for v in [*metas, *consts]:
             if isinstance(v, torch.Tensor) and not isinstance(v, torch._subclasses.FakeTensor):
                 v = fake_mode.from_tensor(v, static_shapes=True)  # never trace with real tensors
+            elif isinstance(v, torch._subclasses.FakeTensor):
+                # re-fakeify in the tracing mode ourselves (as make_fx's "fake" mode would) but keep
+                # ``item_memo``: a float Dynamo left unspecialized (dynamic=True: a module's ``eps``,
+                # ``p``, ``scaling``) is a 0-d tensor input whose ``.item()`` must be Dynamo's SymFloat
+                memo = v.item_memo
+                v = fake_mode.from_tensor(v)
+                if memo is not None:
+                    v.item_memo = memo
             fake_args.append(v)
         shape_env = fake_mode.shape_env
         mark = _GuardMark(shape_env)
         try:
             with fake_mode, torch.no_grad():
-                agm = make_fx(gm, tracing_mode="fake", decomposition_table=decomposition_table())(*fake_args)
+                agm = make_fx(gm, tracing_mode="real", decomposition_table=decomposition_table())(*fake_args)
         except Exception as e:  # noqa: BLE001 - torch raises many kinds
             raise BackendError(f"satfuse: re-tracing the {kind} graph with make_fx failed: {type(e).__name__}: {e}") from e
+        if shape_env is not None and any(n.target is torch.ops.aten._local_scalar_dense.default
+                                         for n in agm.graph.nodes):
+            # SymFloat math becomes tensor math on the 0-d input, as AOTAutograd does for its graphs
+            # (what cannot be tensorified makes Dynamo restart with that float specialized)
+            from torch.fx.passes._tensorify_python_scalars import tensorify_python_scalars
+
+            tensorify_python_scalars(agm, shape_env, fake_mode)
+        # tensors the program creates from literals (``torch.tensor([])`` in HF's KV cache) are
+        # ``get_attr`` constants of the re-trace: they become inputs too, passed like the lifted attrs
+        names = [_name(n) for n in phs]
+        agm, literals = _lift_get_attrs(agm)
+        for k, c in enumerate(literals):
+            fake_args.append(fake_mode.from_tensor(c, static_shapes=True))
+            names.append(f"literal{k}")
+        consts = [*consts, *literals]
         dropped = mark.drop_stride_only()
         timings["retrace"] = time.perf_counter() - t0
         t1 = time.perf_counter()
-        gt = trace_from_graph(agm, fake_args, shape_env, names=[_name(n) for n in phs],
-                              name=f"{kind}_graph")
+        gt = trace_from_graph(agm, fake_args, shape_env, names=names, name=f"{kind}_graph")
         timings["convert"] = time.perf_counter() - t1
         cat = _catalogue(opts)
         phases = list(opts.phases) if opts.phases is not None else cat.phases

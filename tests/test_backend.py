@@ -192,6 +192,33 @@ def test_get_attr_constants_are_lifted():
     assert torch.allclose(fn(x)[0], x * torch.tensor([2.0, 3.0]))
 
 
+def test_unspecialized_float_attributes_and_literal_tensors():
+    """dynamic=True leaves a module's float attributes (eps, a scale) unspecialized: Dynamo
+    passes them as 0-d tensors and calls ``.item()``; the re-trace keeps Dynamo's SymFloat and
+    tensorifies the float math, so changing the attribute neither recompiles nor goes stale. A
+    tensor made from a literal (``torch.tensor([])``, HF's KV cache) becomes a plan input."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.eps, self.p = 1e-5, 2.0
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = F.layer_norm(self.lin(x), (4,), eps=self.eps) * self.p
+            return torch.cat([torch.tensor([], dtype=x.dtype), y.flatten()])
+
+    m = M()
+    cm = torch.compile(m, backend="satfuse", dynamic=True)
+    x = torch.randn(3, 4)
+    n0 = len(B.LAST)
+    with torch.no_grad():
+        assert torch.allclose(cm(x), m(x), atol=1e-6)
+        m.p = 3.0
+        assert torch.allclose(cm(x), m(x), atol=1e-6)
+    assert len(_new(n0)) == 1
+
+
 def test_make_backend_options():
     f = torch.compile(lambda x: (x * 2).sum(), backend=B.make_backend(target="eager", executor="reference"))
     x = torch.randn(3)
