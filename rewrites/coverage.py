@@ -376,7 +376,7 @@ CONFLICT_RULE = "lang/dim-conflict"
 
 
 def coverage_sources(cat: Catalogue) -> list[Source]:
-    """The catalogue's sources with lang's dim-conflict panic turned into a recorded fact,
+    """The catalogue's sources with lang's dim- and rank-conflict panics turned into recorded facts,
     so an unsound rule that equates different shapes is caught by the differential test
     (with a counterexample) instead of stopping saturation."""
     out = []
@@ -386,6 +386,10 @@ def coverage_sources(cat: Catalogue) -> list[Source]:
         if m:
             text = (text[:m.start()] + "(relation extent-conflict (i64 i64))\n"
                     + "(rule ((= (Num a) (Num b)) (!= a b)) ((extent-conflict a b))" + text[m.end():])
+        m = re.search(r'\(rule \(\(= \(DCons a r\) \(DNil\)\)\) \(\(panic "[^"]*"\)\)', text)
+        if m:
+            text = (text[:m.start()] + "(relation rank-conflict (Dim))\n"
+                    + "(rule ((= (DCons a r) (DNil))) ((rank-conflict a))" + text[m.end():])
         out.append(Source(s.path, text))
     return out
 
@@ -460,7 +464,14 @@ def _conflicts(sess: Session) -> list[str]:
     except RuleError:
         return []
     text = " ".join(str(getattr(o, "text", o)) for o in out)
-    return [f"{a} vs {b}" for a, b in re.findall(r"\(extent-conflict (-?\d+) (-?\d+)\)", text)]
+    found = [f"{a} vs {b}" for a, b in re.findall(r"\(extent-conflict (-?\d+) (-?\d+)\)", text)]
+    try:
+        out = sess.run(["(print-function rank-conflict 1)"], "conflicts")
+        if "(rank-conflict" in " ".join(str(getattr(o, "text", o)) for o in out):
+            found.append("a shape list vs the empty list (ranks differ)")
+    except RuleError:
+        pass
+    return found
 
 
 # ====================================================================== forcing a rule into a plan

@@ -24,6 +24,8 @@ BAD_RULES = """\
       :when ((is-float x) (= r (rank x)) (= n (ext x d))) :ruleset bad :name "bad/take-onehot-any-index")
 ; x - x = x * 0   (true even for inf and NaN: both sides are NaN there)
 (rewrite (Sub x x) (Mul x (CFloat 0.0)) :when ((is-float x)) :ruleset bad :name "bad/sub-self-times-zero")
+; x - x = 0   (false: inf - inf is NaN, and 0 has lost x's shape)
+(rewrite (Sub x x) (CFloat 0.0) :when ((is-float x)) :ruleset bad :name "bad/sub-self-zero")
 ; guard: none needed, it never matches
 ; never matches anything in the corpus
 (rewrite (Neg (Neg (Neg (Exp (CInt 12345))))) (CInt 0) :ruleset bad :name "bad/never-matches")
@@ -38,12 +40,16 @@ def self_ratio(x):
 def wide_gather(x, i):
     return torch.gather(x, 1, i) * 2
 
+def sub_self(x):
+    return (x - x) * 2
+
 def _g(seed):
     return torch.Generator().manual_seed(seed)
 
 CASES = [
     ("self_ratio", self_ratio, lambda: (torch.randn(5, generator=_g(0)),)),
     ("wide_gather", wide_gather, lambda: (torch.randn(4, 6, generator=_g(1)), torch.randint(0, 6, (4, 2), generator=_g(2)))),
+    ("sub_self", sub_self, lambda: (torch.randn(3, generator=_g(3)),)),
 ]
 """
 
@@ -137,6 +143,15 @@ def test_gather_rewrite_ignoring_the_extent_1_condition_is_unsound(bad_report):
     assert r.counterexample is not None and r.counterexample.program == "wide_gather"
     assert "i = i64[4, 2]" in "\n".join(r.counterexample.inputs)
     assert any(p["extent_conflicts"] for p in bad_report.programs if p["name"] == "wide_gather")
+
+
+def test_rank_changing_rule_is_unsound_not_a_hang(bad_report):
+    """x - x -> 0 merges a [3] shape with a 0-d one: saturation records the conflict and goes on,
+    and the forced plan differs (or does not run) on the program that shows it."""
+    r = by_name(bad_report)["bad/sub-self-zero"]
+    assert r.status == "unsound", r.detail
+    assert r.counterexample is not None
+    assert any("ranks differ" in c for p in bad_report.programs for c in p["extent_conflicts"])
 
 
 def test_identity_true_for_inf_and_nan_is_not_a_false_positive(bad_report):
@@ -248,7 +263,7 @@ def test_cli_exit_status_and_json(bad, tmp_path, capsys):
     assert "bad/div-self-one" in text and "UNSOUND" in text and "DEAD" in text
     data = json.loads(out.read_text())
     assert {r["name"] for r in data["rules"]} == {"bad/div-self-one", "bad/take-onehot-any-index",
-                                                 "bad/sub-self-times-zero", "bad/never-matches"}
+                                                 "bad/sub-self-times-zero", "bad/sub-self-zero", "bad/never-matches"}
 
 
 def test_cli_malformed_pack_exits_2_with_location(tmp_path, capsys):

@@ -299,6 +299,14 @@ def test_sum_over_an_empty_dim_list_is_not_removed(cat):
         res.session.run(["(check (= $s $x))"], "goal")
 
 
+def test_where_with_a_0d_condition_has_the_other_branch_shape(cat):
+    """where(c[], 10.0[], x[5, 5]) is [5, 5] (the condition's shape alone would say [])."""
+    def f(x, m):
+        return x.masked_fill(m, 10.0)
+
+    prove(cat, f, (torch.randn(5, 5), torch.tensor(True)), ["(= (shape $where0) (shape $x))"])
+
+
 def test_cast_through_a_narrower_type_is_kept(cat):
     def f(x):
         return x.half().float(), x.double().float()

@@ -252,6 +252,11 @@ def flatten_dyn(x):
     return x.reshape(-1) * 2
 
 
+def masked_fill_scalar(x, m):
+    """where with a 0-d condition and a 0-d branch: the result has x's shape."""
+    return x.masked_fill(m, 10.0) * 1
+
+
 def units(x):
     return x * 1.0 + 0.0
 
@@ -290,6 +295,7 @@ CASES: list[Case] = [
     Case("expand_ops", expand_ops, lambda: (torch.randn(4, 6, generator=_gen(37)), torch.randn(4, 1, generator=_gen(38)))),
     Case("reshape_roundtrip", reshape_roundtrip, lambda: (torch.randn(24, generator=_gen(40)),)),
     Case("flatten_dyn", flatten_dyn, lambda: (torch.randn(3, 5, generator=_gen(41)),), dynamic=True),
+    Case("masked_fill_scalar", masked_fill_scalar, lambda: (torch.randn(5, 5, generator=_gen(42)), torch.tensor(True))),
     Case("units", units, lambda: (torch.randn(3, 4, generator=_gen(39)),)),
     Case("where_same", where_same, lambda: (torch.rand(3, 5, generator=_gen(25)) > 0.5, torch.randn(3, 5, generator=_gen(26)))),
 ]
