@@ -70,7 +70,7 @@ class Builder:
     def view(self, v: Var) -> Any:
         """The result is a view: reading it is fine, mutating through it is refused."""
 
-        return self.c.new_ref(v, view=True)
+        return self.c.new_view(v, self.n)
 
     def fresh(self, v: Var) -> Any:
         """A new buffer holding ``v`` (clone)."""
@@ -91,6 +91,8 @@ def _rank(x: Any) -> int:
 
 
 def _norm_dims(dims: Any, rank: int) -> tuple[int, ...]:
+    if rank == 0:  # a 0-d tensor accepts dim 0 / -1 and has nothing to reduce
+        return ()
     if dims is None or dims == () or dims == []:
         return tuple(range(rank))
     if isinstance(dims, int):
@@ -199,8 +201,8 @@ def _red(name: str) -> Callable:
             dims = None
         if dtype is not None or (rest and rest[0] is not None):
             x = b("cast", x, dtype_name(dtype or rest[0]))
-        if _rank(x) == 0:
-            return b.fresh(x) if name != "sum" else b.result(b(name, x, (), 0))
+        if _rank(x) == 0:  # sum and prod promote (bool/int -> int64); amax/amin keep the dtype
+            return b.result(b(name, x, (), 0)) if name in ("sum", "prod") else b.fresh(x)
         return b.result(b(name, x, _norm_dims(dims, _rank(x)), int(bool(keepdim))))
 
     return conv
@@ -358,6 +360,8 @@ def _split(b: Builder, x: Any, sizes: Any, dim: int = 0) -> Any:
 @reg(aten.cat)
 def _cat(b: Builder, ts: Any, dim: int = 0) -> Var:
     ts = tuple(t for t in ts if not (_rank(t) == 1 and t.type.shape[0] == 0))
+    if not ts:  # every operand is a legacy empty 1-D tensor: the result is one too
+        return _full(b, 0)
     if len(ts) == 1:
         return b.fresh(ts[0])
     ts = tuple(t if t.type.dtype == b.out_type.dtype else b("cast", t, b.out_type.dtype) for t in ts)
@@ -439,6 +443,9 @@ def _gather(b: Builder, x: Any, dim: int, idx: Any, sparse_grad: bool = False) -
 
 @reg(aten.index_select)
 def _index_select(b: Builder, x: Any, dim: int, idx: Any) -> Var:
+    if _rank(x) == 0:  # a 0-d source (idx holds one 0): select from its 1-element view, back to 0-d
+        rows = b("index_select", b("reshape", x, (1,)), 0, idx)
+        return b("reshape", rows, ())
     return b("index_select", x, dim % max(_rank(x), 1), idx)
 
 

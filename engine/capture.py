@@ -227,10 +227,18 @@ def _leaf_names(fn: Callable, args: tuple, leaves: list, positions: list[int]) -
 @dataclass(eq=False)
 class Ref:
     """A tensor as the program sees it: a buffer (whose value changes under in-place
-    ops) or a view of another buffer (which we refuse to mutate through)."""
+    ops) or a view of another buffer (which we refuse to mutate through).
+
+    A view remembers the fx node that made it from ``src`` and the version of its base
+    buffer at that time: read after the base was mutated, it is recomputed from the
+    base's new value (eager views see later in-place updates of their base)."""
 
     buf: int
     view: bool = False
+    src: "Ref | None" = None
+    node: Any = None
+    item: int | None = None  # which output of a multi-output view op (split)
+    version: int = 0
 
 
 class _Converter:
@@ -247,12 +255,37 @@ class _Converter:
         self.env: dict[torch.fx.Node, Any] = {}
         self.cur: dict[int, Var] = {}  # buffer -> Var holding its current value
         self.buf_input: dict[int, Var] = {}  # buffer -> the input it is
+        self.versions: dict[int, int] = {}  # buffer -> number of in-place updates so far
         self.nbufs = 0
 
     def new_ref(self, v: Var, view: bool = False) -> Ref:
         self.nbufs += 1
         self.cur[self.nbufs] = v
         return Ref(self.nbufs, view)
+
+    def new_view(self, v: Var, n: torch.fx.Node) -> Ref:
+        """``v`` is a view made by node ``n`` of its first argument."""
+        ref = self.new_ref(v, view=True)
+        src = self.env.get(n.args[0]) if n.args and isinstance(n.args[0], torch.fx.Node) else None
+        if isinstance(src, Ref):
+            ref.src, ref.node = src, n
+            ref.version = self.versions.get(_root(src).buf, 0)
+        return ref
+
+    def refresh(self, ref: Ref) -> None:
+        """Recompute a view whose base buffer was mutated after the view was taken."""
+        if ref.src is None:
+            return
+        version = self.versions.get(_root(ref).buf, 0)
+        if ref.version == version:
+            return
+        n = ref.node
+        conv = ATEN_MAP.get(n.target) or ATEN_MAP.get(getattr(n.target, "_overloadpacket", None))
+        out = conv(Builder(self, n), *[self.value(a) for a in n.args], **{k: self.value(v) for k, v in n.kwargs.items()})
+        if ref.item is not None:
+            out = out[ref.item]
+        self.cur[ref.buf] = self.cur[out.buf] if isinstance(out, Ref) else out
+        ref.version = version
 
     # -------------------------------------------------------------- symbols
     def sym(self, e: Any) -> Any:
@@ -341,6 +374,8 @@ class _Converter:
         if isinstance(a, torch.fx.Node):
             a = self.env[a]
         if isinstance(a, Ref):
+            if a.view:
+                self.refresh(a)
             return self.cur[a.buf]
         if isinstance(a, (list, tuple)):
             return tuple(self.value(x) for x in a)
@@ -360,6 +395,10 @@ class _Converter:
         conv = ATEN_MAP.get(tgt) or ATEN_MAP.get(getattr(tgt, "_overloadpacket", None))
         if conv is not None:
             out = conv(b, *[self.value(a) for a in n.args], **{k: self.value(v) for k, v in n.kwargs.items()})
+            if isinstance(out, (list, tuple)):
+                for i, r in enumerate(out):
+                    if isinstance(r, Ref) and r.node is n:
+                        r.item = i
         else:
             mutated = _mutated_arg(tgt)
             out = b.inplace_opaque(tgt, mutated) if mutated is not None else b.opaque(tgt)
@@ -401,7 +440,14 @@ class _Converter:
         base = self.buf_input.get(ref.buf)
         v = self.emit("copy_", (cur, new_value), n, hint=base.name if base is not None else None)
         self.cur[ref.buf] = v
+        self.versions[ref.buf] = self.versions.get(ref.buf, 0) + 1
         return ref
+
+
+def _root(ref: Ref) -> Ref:
+    while ref.src is not None:
+        ref = ref.src
+    return ref
 
 
 class _null:

@@ -232,6 +232,8 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
         return x.type.with_(shape=idx.type.shape)
     if op == "index_select":
         x, dim, idx = args
+        if x.type.rank == 0:  # torch: a 0-d source gives a 0-d result
+            return x.type
         dim %= x.type.rank
         return x.type.with_(shape=x.type.shape[:dim] + (idx.type.shape[0] if idx.type.rank else 1,) + x.type.shape[dim + 1:])
     if op in ("index_copy", "scatter", "copy_"):
@@ -302,7 +304,7 @@ IMPLS: dict[str, Callable] = {
     "sum": _reduce(torch.sum),
     "amax": _reduce(torch.amax),
     "amin": _reduce(torch.amin),
-    "prod": lambda x, dims, keepdim: _prod(x, dims, keepdim) if x.dim() else x.clone(),
+    "prod": lambda x, dims, keepdim: _prod(x, dims, keepdim) if x.dim() else torch.prod(x),
     "broadcast_in_dim": _bid,
     "reshape": lambda x, shape: x.reshape(shape),
     "permute": lambda x, dims: x.permute(dims),
@@ -312,7 +314,8 @@ IMPLS: dict[str, Callable] = {
     "pad": lambda x, widths, value: F.pad(x, tuple(widths), value=value),
     "iota": _iota,
     "full": lambda shape, value, dtype, device="cpu": torch.full(tuple(shape), value, dtype=DTYPES[dtype], device=device),
-    "take_along_axis": lambda x, idx, dim: torch.take_along_dim(x, idx, dim),
+    # like nvFuser (and torch.gather), any integer index dtype; torch.take_along_dim wants int64
+    "take_along_axis": lambda x, idx, dim: torch.take_along_dim(x, idx.long(), dim),
     "gather": torch.gather,
     "index_select": torch.index_select,
     "index_copy": torch.index_copy,
