@@ -110,6 +110,10 @@ def shapes(x, y):
     return torch.cat([x, y], 1), F.pad(x, (1, 2)), x[:, 2:5] * 2, x.t().exp(), x.reshape(-1, 2).sum(1)
 
 
+def shapes_sym(x, y):
+    return torch.cat([x, y], 1), F.pad(x, (1, 2)), x[:, 2:5] * 2, x.t().exp(), x.sum(1, keepdim=True) / x
+
+
 def indexing(x, idx, idx2):
     return torch.take_along_dim(x, idx2, 1) + 1, torch.index_select(x, 0, idx).sin()
 
@@ -161,6 +165,11 @@ PROGRAMS = {
     "int8_fallback": (int8_fallback, lambda s: [torch.randn(3, 4, generator=_g(s)) * 10], False),
     "inplace_broadcast": (inplace_broadcast, lambda s: [torch.randn(3, 4, generator=_g(s)),
                                                         torch.randn(4, generator=_g(s))], False),
+    "layer_norm_dyn": (layer_norm, lambda s: [torch.randn(4 + s, 16, generator=_g(s)), torch.randn(16, generator=_g(s)),
+                                              torch.randn(16, generator=_g(s))], True),
+    "shapes_dyn": (shapes_sym, lambda s: [torch.randn(4, 6, generator=_g(s)), torch.randn(4, 2 + s, generator=_g(s))],
+                   True),
+    "one_hot_dyn": (one_hot, lambda s: [torch.randint(0, 16, (5 + s,), generator=_g(s))], True),
     "copy_into": (copy_into, lambda s: [torch.randn(3, 4, generator=_g(s)),
                                         torch.randn(4, generator=_g(s)).double()], False),
 }
