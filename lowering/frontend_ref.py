@@ -219,6 +219,18 @@ def _check_tensor(v: Val, spec: tuple, x: Any) -> None:
         raise FrontendError(f"input v{v.idx}: defined as {dtype.name}, got {x.dtype}")
 
 
+class TypedFloat(float):
+    """A float constant with an explicit DataType (``define_scalar(2.5, dtype=DataType.Float)``):
+    it promotes integer tensors to that dtype, where a bare Python float promotes them to Double."""
+
+    dtype: torch.dtype = torch.float64
+
+    def __new__(cls, value: float, dtype: torch.dtype) -> "TypedFloat":
+        obj = super().__new__(cls, value)
+        obj.dtype = dtype
+        return obj
+
+
 def _scalar_cast(value: Any, dtype: DataType | None) -> Any:
     if dtype is None or dtype == DataType.Null:
         return value
@@ -228,7 +240,7 @@ def _scalar_cast(value: Any, dtype: DataType | None) -> Any:
         return int(value)
     if dtype in (DataType.ComplexFloat, DataType.ComplexDouble):
         return complex(value)
-    return float(value)
+    return TypedFloat(float(value), TORCH_DTYPE[dtype])
 
 
 # ---------------------------------------------------------------------- nvFuser-like promotion
@@ -241,8 +253,10 @@ def _nvf_args(name: str, args: list) -> list:
     ts = [a for a in args if isinstance(a, torch.Tensor)]
     if name not in _KEEPS_LOW:
         args = [a.float() if isinstance(a, torch.Tensor) and a.dtype in _LOW else a for a in args]
-    if any(isinstance(a, float) for a in args) and ts and not any(t.is_floating_point() or t.is_complex() for t in ts):
-        args = [a.double() if isinstance(a, torch.Tensor) else a for a in args]  # Python float is Double
+    floats = [a for a in args if isinstance(a, float)]
+    if floats and ts and not any(t.is_floating_point() or t.is_complex() for t in ts):
+        to = getattr(floats[0], "dtype", torch.float64)  # a bare Python float is a Double
+        args = [a.to(to) if isinstance(a, torch.Tensor) else a for a in args]
     return args
 
 

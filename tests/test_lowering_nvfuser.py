@@ -106,3 +106,51 @@ def test_alias_into_non_contiguous_buffer():
     out = plan(mine, y)
     torch.testing.assert_close(out[0], _add_inplace(ref, y))
     torch.testing.assert_close(mine, ref)
+
+
+_DTYPE_CASES = {
+    "int*float": lambda fd, i, h, x: fd.ops.mul(i, 2.5),
+    "half*half": lambda fd, i, h, x: fd.ops.mul(h, h),
+    "abs(half)": lambda fd, i, h, x: fd.ops.abs(h),
+    "int/int": lambda fd, i, h, x: fd.ops.div(i, 2),
+    "float+float": lambda fd, i, h, x: fd.ops.add(x, 1.5),
+    "where(half)": lambda fd, i, h, x: fd.ops.where(fd.ops.gt(h, 0.0), h, h),
+    "sum(int)": lambda fd, i, h, x: fd.ops.sum(i, dims=[0], keepdim=False),
+    "sum(half)": lambda fd, i, h, x: fd.ops.sum(h, dims=[0], keepdim=False),
+    "int*typed": lambda fd, i, h, x: fd.ops.mul(i, fd.define_scalar(2.5, dtype=fd_dtype("Float"))),
+}
+
+
+def fd_dtype(name):
+    import nvfuser_direct
+
+    return getattr(nvfuser_direct.DataType, name)
+
+
+@pytest.mark.nvfuser
+@pytest.mark.parametrize("case", sorted(_DTYPE_CASES))
+def test_reference_result_dtypes_match_nvfuser(case):
+    """frontend_ref's promotion claims, checked against the real frontend's result dtypes."""
+    import nvfuser_direct as nvf
+    from satfuse.lowering import frontend_ref as ref
+
+    def build(fe):
+        with fe.FusionDefinition() as fd:
+            i = fd.define_tensor(shape=[-1], contiguity=[True], dtype=fe.DataType.Int)
+            h = fd.define_tensor(shape=[-1], contiguity=[True], dtype=fe.DataType.Half)
+            x = fd.define_tensor(shape=[-1], contiguity=[True], dtype=fe.DataType.Float)
+            global fd_dtype
+            old = fd_dtype
+            fd_dtype = lambda name: getattr(fe.DataType, name)  # noqa: E731
+            try:
+                out = _DTYPE_CASES[case](fd, i, h, x)
+            finally:
+                fd_dtype = old
+            fd.add_output(out)
+        return fd, out
+
+    _, real_out = build(nvf)
+    fd, _ = build(ref)
+    (got,) = fd.execute([torch.tensor([1, 2]), torch.ones(2, dtype=torch.half), torch.ones(2)])
+    names = {v: k.name for k, v in ref.TORCH_DTYPE.items()}
+    assert names[got.dtype] == str(real_out.dtype()).split(".")[-1]
