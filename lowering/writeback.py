@@ -12,10 +12,10 @@ that may share its storage) must still see the old value. For each write-back:
    only gives dtype and shape).
 3. **Alias in place** (``add_output(o, alias_input=buf)`` in the segment ``P`` computing
    ``val``) when ``P`` is a segment, no reader of the old value runs after ``P``, and inside
-   ``P`` every op that depends on the old value is elementwise on ``buf``'s exact shape (so
-   each element is read and then written by the same thread: no other thread, and no
-   later kernel of the segment, can observe a half-written buffer). Later readers of
-   ``val`` read ``buf`` itself.
+   ``P`` every op that depends on the old value is elementwise on ``buf``'s exact shape and
+   reads it through ``buf`` itself, not through a view (so each element is read and then
+   written by the same thread: no other thread, and no later kernel of the segment, can
+   observe a half-written buffer). Later readers of ``val`` read ``buf`` itself.
 4. Otherwise **copy**: ``buf.copy_(val)`` right after the later of ``P`` and the last
    reader of the old value.
 5. Program outputs that may alias an old value are cloned just before that buffer is
@@ -84,8 +84,12 @@ def may_alias(trace: Trace, steps: list[Step]) -> dict[int, frozenset[int]]:
     return may_alias_nodes(trace, nodes)
 
 
-def _pointwise_cone(seg: Segment, buf: Var) -> str | None:
-    """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape."""
+def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]]) -> str | None:
+    """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape
+    and the segment reads that value only through ``buf`` itself (a view maps elements elsewhere)."""
+    for v in seg.inputs:
+        if v is not buf and id(buf) in al.get(id(v), ()):
+            return f"{seg.name} also reads {v.name}, which may share {buf.name}'s storage"
     dep = {id(buf)}
     shape = buf.type.shape
     for n in seg.nodes:
@@ -165,7 +169,7 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
         elif any(b2 is b for b2, _ in steps[p].aliases):
             why = "already aliased"
         else:
-            why = _pointwise_cone(steps[p], b) if float(p) in reads else None
+            why = _pointwise_cone(steps[p], b, al) if float(p) in reads else None
         if why is None:
             seg = steps[p]
             assert isinstance(seg, Segment)

@@ -140,3 +140,20 @@ def f(x: "f32[4, 3]", i: "i64[2]"):
 ''')
     with pytest.raises(SegmentError, match=r"seg\d failed at plan line \d+: .*index_select.*\(IR: s = index_select\)"):
         p(torch.randn(4, 3), torch.tensor([0, 7]))
+
+
+def test_segment_reading_a_view_of_the_buffer_does_not_alias():
+    p = plan('''
+def f(x: "f32[3, 3]"):
+  t = aten.t.default(x)  # f32[3, 3]
+  a = add(t, 1)  # f32[3, 3]
+  x1 = copy_(x, a)  # f32[3, 3]
+  writeback(x, x1)
+  return ()
+''')
+    x = torch.randn(3, 3)
+    exp = x.t() + 1
+    p(x)
+    torch.testing.assert_close(x, exp)
+    assert p.stats()["copy_writebacks"] == 1
+    assert "may share x's storage" in p.decisions["x"]
