@@ -97,7 +97,9 @@ class CostModel:
         if self.target == "eager":
             if name in EAGER_VIEWS:
                 return 1e-3
-            return LAUNCH + out.bytes + sum(k.bytes for k in tensor_kids)
+            # torch's take_along_dim is gather plus index broadcasting: on a tie, keep the gather
+            extra = 1.0 if name == "take_along_axis" else 0.0
+            return LAUNCH + out.bytes + sum(k.bytes for k in tensor_kids) + extra
         if op == "Opaque" or name in NOT_FUSIBLE:
             # operands produced by fusions must be written out, then read back; the result written
             mat = sum(k.bytes for k in tensor_kids if not k.is_input) + sum(k.bytes for k in tensor_kids)
