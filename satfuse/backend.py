@@ -252,12 +252,16 @@ def _name(n: Any) -> str:
 
 def _lift_get_attrs(gm: Any) -> tuple[Any, list[Any]]:
     """Turn every ``get_attr`` tensor (parameter, buffer, constant) into a trailing
-    placeholder; returns the rewritten module and the real tensors to pass for them."""
+    placeholder; returns the rewritten module (a copy: Dynamo goes on reading its own graph,
+    whose placeholders must all carry a ``grapharg``) and the real tensors to pass for them."""
+    import copy
+
     import torch
 
-    attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
-    if not attrs:
+    if not any(n.op == "get_attr" for n in gm.graph.nodes):
         return gm, []
+    gm = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
     g = gm.graph
     last_ph = None
     for n in g.nodes:

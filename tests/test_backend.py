@@ -219,6 +219,35 @@ def test_unspecialized_float_attributes_and_literal_tensors():
     assert len(_new(n0)) == 1
 
 
+def test_compiled_adamw_step_matches_eager():
+    """``opt.step`` through the backend: the optimizer's state tensors are ``get_attr`` nodes of
+    Dynamo's graph; lifting them must not edit the graph Dynamo keeps reading (it raised
+    ``KeyError: grapharg``), and params and state must match an eager twin."""
+    import copy
+
+    torch.manual_seed(0)
+    m = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(m)
+    opt, opt_e = torch.optim.AdamW(m.parameters(), lr=1e-2), torch.optim.AdamW(twin.parameters(), lr=1e-2)
+
+    @torch.compile(backend="satfuse")
+    def step():
+        opt.step()
+
+    for _ in range(2):
+        x = torch.randn(5, 4)
+        for mod in (m, twin):
+            mod(x).square().sum().backward()
+        step()
+        opt_e.step()
+        for p, q in zip(m.parameters(), twin.parameters()):
+            assert torch.allclose(p, q, atol=1e-6)
+            for k in ("exp_avg", "exp_avg_sq", "step"):
+                assert torch.allclose(opt.state[p][k], opt_e.state[q][k], atol=1e-6), k
+        opt.zero_grad()
+        opt_e.zero_grad()
+
+
 def test_make_backend_options():
     f = torch.compile(lambda x: (x * 2).sum(), backend=B.make_backend(target="eager", executor="reference"))
     x = torch.randn(3)
