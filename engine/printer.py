@@ -20,6 +20,23 @@ from .ir import Extent, IRError, Node, ScalarType, TensorType, Trace, Type, Var,
 from .vocab import OPS, infer, is_opaque
 
 
+def fmt_literal(a: Any) -> str | None:
+    """Python source for a float / dtype / device / layout literal (None if ``a`` is none of those)."""
+    if isinstance(a, float):
+        if math.isnan(a):
+            return "float('nan')"
+        if math.isinf(a):
+            return "float('inf')" if a > 0 else "float('-inf')"
+        return repr(a)
+    if isinstance(a, torch.dtype):
+        return str(a)
+    if isinstance(a, torch.device):
+        return f"torch.device({str(a)!r})"
+    if isinstance(a, (torch.layout, torch.memory_format)):
+        return str(a)
+    return None
+
+
 def fmt_value(a: Any) -> str:
     if isinstance(a, Var):
         return a.name
@@ -30,19 +47,8 @@ def fmt_value(a: Any) -> str:
         return sympy.sstr(a)
     if isinstance(a, bool) or a is None:
         return repr(a)
-    if isinstance(a, float):
-        if math.isnan(a):
-            return "float('nan')"
-        if math.isinf(a):
-            return "float('inf')" if a > 0 else "-float('inf')"
-        return repr(a)
-    if isinstance(a, torch.dtype):
-        return str(a)
-    if isinstance(a, torch.device):
-        return f"torch.device({str(a)!r})"
-    if isinstance(a, (torch.layout, torch.memory_format)):
-        return str(a)
-    return repr(a)
+    lit = fmt_literal(a)
+    return lit if lit is not None else repr(a)
 
 
 def fmt_call(op: str, args: tuple, kwargs: dict) -> str:

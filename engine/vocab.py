@@ -136,7 +136,7 @@ def broadcast_shapes(*shapes: tuple[Extent, ...]) -> tuple[Extent, ...]:
     return tuple(out)
 
 
-def _meta(a: Any) -> Any:
+def meta_stand_in(a: Any) -> Any:
     """A stand-in for dtype inference: a meta tensor of the same rank and dtype."""
     if isinstance(a, Var):
         if isinstance(a.type, TensorType):
@@ -169,7 +169,7 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
             return TensorType(args[1], operand_shape(args[0]), dev)
         shape = broadcast_shapes(*(operand_shape(a) for a in args))
         fn = torch.where if op == "where" else (UNARY.get(op) or BINARY[op])
-        metas = [_meta(a) for a in args]
+        metas = [meta_stand_in(a) for a in args]
         if all(not isinstance(m, torch.Tensor) for m in metas):
             metas[0] = torch.tensor(metas[0], device="meta")
         return TensorType(dtype_name(fn(*metas).dtype), shape, dev)
@@ -178,7 +178,7 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
         t = x.type
         dims = tuple(d % max(t.rank, 1) for d in dims)
         shape = tuple(1 if i in dims else e for i, e in enumerate(t.shape) if keepdim or i not in dims)
-        m = _meta(x)
+        m = meta_stand_in(x)
         dt = {"sum": torch.sum, "prod": torch.prod}.get(op)
         dtype = dtype_name(dt(m).dtype) if dt else t.dtype
         return TensorType(dtype, shape, t.device)

@@ -24,7 +24,6 @@ The exact same text runs on the real frontend and on ``frontend_ref``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,7 +31,8 @@ import sympy
 import torch
 import torch.utils._sympy.functions as tsf
 from satfuse.engine.ir import DTYPES, INT_DTYPES, Extent, IRError, Node, ScalarType, TensorType, Var
-from satfuse.engine.vocab import BINARY, UNARY
+from satfuse.engine.printer import fmt_literal
+from satfuse.engine.vocab import BINARY, UNARY, meta_stand_in
 
 from .segments import Segment, data_inputs
 from .support import NVF_DTYPES, SUPPORT
@@ -76,11 +76,7 @@ def num(v: Any) -> str:
     if isinstance(v, int):
         return repr(v)
     if isinstance(v, float):
-        if math.isnan(v):
-            return "float('nan')"
-        if math.isinf(v):
-            return "float('inf')" if v > 0 else "float('-inf')"
-        return repr(v)
+        return fmt_literal(v)
     if isinstance(v, sympy.Integer):
         return str(int(v))
     if isinstance(v, sympy.Float):
@@ -88,19 +84,9 @@ def num(v: Any) -> str:
     raise EmitError(f"not a number: {v!r}")
 
 
-def _meta(a: Any) -> Any:
-    if isinstance(a, Var):
-        if isinstance(a.type, TensorType):
-            return torch.empty((1,) * a.type.rank, dtype=DTYPES[a.type.dtype], device="meta")
-        return {"int": 1, "float": 1.0, "bool": True}[a.type.kind]
-    if isinstance(a, sympy.Expr):
-        return 1
-    return a
-
-
 def _promote(args: list[Any]) -> str:
     """torch's result dtype of a binary op's operands (0-d tensors and Python numbers promote weakly)."""
-    metas = [_meta(a) for a in args]
+    metas = [meta_stand_in(a) for a in args]
     if not isinstance(metas[0], torch.Tensor):
         metas[0] = torch.tensor(metas[0], device="meta")
     return _dtname(torch.result_type(metas[0], metas[1]) if len(metas) > 1 else metas[0].dtype)

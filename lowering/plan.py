@@ -25,7 +25,6 @@ the executor: the real ``nvfuser_direct`` frontend or ``frontend_ref``.
 from __future__ import annotations
 
 import keyword
-import math
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any, Callable
 import sympy
 import torch
 from satfuse.engine.ir import IRError, Node, TensorType, Trace, Var
+from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import IMPLS, is_opaque
 
 from . import frontend_ref, nvfuser_probe
@@ -153,18 +153,9 @@ class _Render:
             return f"({inner},)" if len(a) == 1 else f"({inner})"
         if isinstance(a, bool) or a is None or isinstance(a, (int, str)):
             return repr(a)
-        if isinstance(a, float):
-            if math.isnan(a):
-                return "float('nan')"
-            if math.isinf(a):
-                return "float('inf')" if a > 0 else "float('-inf')"
-            return repr(a)
-        if isinstance(a, torch.dtype):
-            return str(a)
-        if isinstance(a, torch.device):
-            return f"torch.device({str(a)!r})"
-        if isinstance(a, (torch.layout, torch.memory_format)):
-            return str(a)
+        lit = fmt_literal(a)
+        if lit is not None:
+            return lit
         nm = f"_k{len(self.consts)}"
         self.consts[nm] = a
         return nm
