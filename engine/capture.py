@@ -251,6 +251,8 @@ class _Converter:
         self.ns = Namespace(names)
         self.symbols: dict[sympy.Symbol, sympy.Symbol] = {}
         self.hints: dict[str, int] = {}
+        self.canon: dict[sympy.Expr, sympy.Expr] = {}  # compound extent -> its canonical spelling
+        self.canon_by_hint: dict[int, list[sympy.Expr]] = {}
         self.trace = Trace([], [], [])
         self.env: dict[torch.fx.Node, Any] = {}
         self.cur: dict[int, Var] = {}  # buffer -> Var holding its current value
@@ -295,6 +297,8 @@ class _Converter:
         if not isinstance(e, sympy.Basic):
             return e
         e = self.shape_env.replace(e)
+        if isinstance(e, sympy.Expr) and not (e.is_Symbol or e.is_number):
+            e = self.canonical(e)
         subs = {}
         for s in sorted(e.free_symbols, key=lambda s: s.name):
             if s not in self.symbols:
@@ -308,6 +312,32 @@ class _Converter:
         if isinstance(out, sympy.Expr) and not isinstance(out, sympy.logic.boolalg.Boolean):
             return as_extent(out)
         return out
+
+    def canonical(self, e: sympy.Expr) -> sympy.Expr:
+        """One spelling per extent the ShapeEnv knows to be equal: ``s3*s88`` and ``s38*s97`` (HF's
+        logits ``view(-1, V)`` vs its labels ``view(-1)``) are equal by a guard, not by a
+        replacement (the ShapeEnv substitutes single symbols only), and the IR compares extents
+        syntactically: a backward graph's ``mul`` of the two did not broadcast. The first
+        spelling seen wins; a later one that the guards prove equal (same hint) maps to it."""
+        known = self.canon.get(e)
+        if known is not None:
+            return known
+        self.canon[e] = e
+        try:
+            hint_of = getattr(self.shape_env, "guarding_hint_or_throw", None) or self.shape_env.size_hint
+            hint = int(hint_of(e))
+        except Exception:  # noqa: BLE001 - unbacked or not an int: keep it as it is
+            return e
+        for c in self.canon_by_hint.setdefault(hint, []):
+            try:
+                same = self.shape_env._maybe_evaluate_static(sympy.Eq(e, c))
+            except Exception:  # noqa: BLE001
+                same = None
+            if same is sympy.true:
+                self.canon[e] = c
+                return c
+        self.canon_by_hint[hint].append(e)
+        return e
 
     def type_of(self, val: Any) -> Any:
         if isinstance(val, torch.Tensor):

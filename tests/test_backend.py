@@ -248,6 +248,24 @@ def test_compiled_adamw_step_matches_eager():
         opt_e.zero_grad()
 
 
+def test_extents_equal_by_guard_share_one_spelling():
+    """``x.view(-1, C)`` is ``[s0*s1, C]`` and ``y.view(-1)`` is ``[s3*s4]``: cross_entropy makes
+    them equal by a guard only (no replacement), and the backward graph multiplies the two
+    (HF's causal-LM loss: logits vs labels). Capture spells them alike, so they broadcast."""
+
+    def f(x, y):
+        return F.cross_entropy(x.view(-1, x.shape[-1]), y.view(-1))
+
+    x = torch.randn(2, 6, 5, requires_grad=True)
+    y = torch.randint(0, 5, (3, 4))
+    loss = torch.compile(f, backend="satfuse", dynamic=True)(x, y)
+    loss.backward()
+    g, x.grad = x.grad, None
+    want = f(x, y)
+    want.backward()
+    assert torch.allclose(loss, want, atol=1e-6) and torch.allclose(g, x.grad, atol=1e-6)
+
+
 def test_make_backend_options():
     f = torch.compile(lambda x: (x * 2).sum(), backend=B.make_backend(target="eager", executor="reference"))
     x = torch.randn(3)
