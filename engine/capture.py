@@ -132,7 +132,7 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
         raise
     except Exception as e:  # torch raises many kinds; say where it came from
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
-                           f"{type(e).__name__}: {e}") from e
+                           f"{type(e).__name__}: {e}{_REAL_TENSOR_HINT if 'FakeTensor' in str(e) else ''}") from e
     conv = _Converter(gm, arg_names, leaves, positions, shape_env)
     trace = conv.run()
     trace.guards = list(trace.guards) + range_guards(shape_env, conv.symbols, trace)
@@ -204,6 +204,11 @@ def _implied(g: Any, have: set) -> bool:
         elif (isinstance(h, sympy.LessThan) and c <= b) or (isinstance(h, sympy.StrictLessThan) and c <= b + 1):
             return True
     return False
+
+
+_REAL_TENSOR_HINT = ("\n(satfuse: the function uses a real tensor that is neither an argument nor a parameter/buffer "
+                     "of a module it closes over directly; it would be baked into the plan as a constant: pass it "
+                     "as an argument)")
 
 
 def _leaf_names(fn: Callable, args: tuple, leaves: list, positions: list[int]) -> list[str]:
@@ -379,13 +384,31 @@ class _Converter:
                 outs = n.args[0]
                 self.trace.outputs = [self.value(a) for a in (outs if isinstance(outs, (list, tuple)) else [outs])]
             elif n.op == "get_attr":
-                raise CaptureError(f"node {n.name}: get_attr {n.target!r}: tensors must be inputs, not constants")
+                self.env[n] = self.literal(n)
         for buf, inp in self.buf_input.items():
             if self.cur[buf] is not inp:
                 self.trace.writebacks.append((inp, self.cur[buf]))
         self.trace.guards = self.guards()
         self.trace.lint()
         return self.trace
+
+    def literal(self, n: torch.fx.Node) -> Ref:
+        """A ``get_attr`` tensor of the traced graph. Capture traces on fake tensors and refuses
+        real ones, so such a tensor was made from a literal while tracing (``torch.tensor([])``
+        in HF's KV cache, ``torch.tensor(-inf)``): one whose elements are all equal (or that is
+        empty) is a ``full``; any other is refused (pass it as an input)."""
+        obj: Any = self.gm
+        for part in str(n.target).split("."):
+            obj = getattr(obj, part, None)
+        if isinstance(obj, torch.Tensor) and not isinstance(obj, torch._subclasses.FakeTensor):
+            flat = obj.detach().reshape(-1)
+            if flat.numel() == 0 or bool((flat == flat[0]).all()):
+                value = flat[0].item() if flat.numel() else 0
+                typ = TensorType(dtype_name(obj.dtype), tuple(obj.shape), _dev(obj.device))
+                v = self.emit("full", (tuple(obj.shape), value, typ.dtype), None, hint="literal", out_type=typ)
+                return self.new_ref(v)
+        raise CaptureError(f"node {n.name}: get_attr {n.target!r}: a tensor constant in the traced program "
+                           "(a literal tensor with distinct values?): tensors must be inputs, not constants")
 
     def guards(self) -> list:
         out = []
