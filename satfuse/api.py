@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +12,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from satfuse.engine import Captured, Trace, capture
+from satfuse.engine.closure import ClosureState, closure_state
 from satfuse.engine.optimize import EngineResult, optimize_trace
 from satfuse.engine.session import Budget
 from satfuse.lowering import lower
@@ -47,11 +49,12 @@ class Plan:
     """
 
     def __init__(self, lowered: Any, captured: Captured | None, engine: EngineResult | None,
-                 timings: dict[str, float]) -> None:
+                 timings: dict[str, float], state: ClosureState | None = None) -> None:
         self.lowered = lowered
         self.captured = captured
         self.engine = engine
         self.timings = timings
+        self.state = state  # module parameters/buffers the function closes over: trailing inputs
 
     @property
     def trace(self) -> Trace:
@@ -61,6 +64,8 @@ class Plan:
         if self.captured is None:
             return self.lowered(*args)
         cap = self.captured
+        if self.state:
+            args = (*args, *self.state.tensors())  # read now: in-place updates and reassignments are seen
         leaves, spec = pytree.tree_flatten((args, kwargs))
         if spec != cap.in_spec:
             raise TypeError(f"plan was built for inputs structured as {cap.in_spec}, got {spec}")
@@ -113,7 +118,12 @@ def optimize(fn_or_trace: Callable | Trace, *example_inputs: Any, options: Optio
     if isinstance(fn_or_trace, Trace):
         trace, hints = fn_or_trace, {}
     else:
-        captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic)
+        state = closure_state(fn_or_trace)
+        if state:
+            fn, inputs, dynamic = _lift_state(fn_or_trace, example_inputs, state, opts.dynamic)
+            captured = capture(fn, *inputs, dynamic=dynamic)
+        else:
+            captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic)
         timings["capture"] = captured.seconds
         trace, hints = captured.trace, captured.symbol_hints
     cat = opts.catalogue()
@@ -124,4 +134,29 @@ def optimize(fn_or_trace: Callable | Trace, *example_inputs: Any, options: Optio
     t0 = time.perf_counter()
     lowered = lower(engine.trace, hints=hints, executor=opts.executor)
     timings["lower"] = time.perf_counter() - t0
-    return Plan(lowered, captured, engine, timings)
+    return Plan(lowered, captured, engine, timings, state if captured is not None else None)
+
+
+def _lift_state(fn: Callable, example_inputs: tuple, state: ClosureState,
+                dynamic: bool | Sequence[int]) -> tuple[Callable, tuple, bool | Sequence[int]]:
+    """``fn`` as a function of its arguments followed by the parameters, buffers and tensors it
+    closes over (``engine/closure.py``): those become plan inputs, read again on each call, never
+    constants. They keep static shapes when ``dynamic=True`` (guarded like any input)."""
+    n = len(example_inputs)
+
+    def with_state(*args: Any) -> Any:
+        return state.call(fn, tuple(args[:n]), list(args[n:]))
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+        own = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:n]
+    except (TypeError, ValueError):
+        own = []
+    own += [f"arg{i}" for i in range(len(own), n)]
+    names = own + ["".join(c if c.isalnum() else "_" for c in nm) for nm in state.names]
+    with_state.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(nm, inspect.Parameter.POSITIONAL_ONLY) for nm in names])
+    with_state.__name__ = getattr(fn, "__name__", type(fn).__name__)
+    if dynamic is True:
+        dynamic = list(range(n))  # argument positions: the state keeps its static shapes
+    return with_state, (*example_inputs, *state.tensors()), dynamic

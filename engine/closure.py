@@ -1,0 +1,142 @@
+"""Module state a function closes over, lifted to inputs.
+
+``satfuse.optimize(loss, x, y)`` where ``loss`` calls a model it closes over: capture runs on
+fake tensors, and the model's parameters and buffers are real tensors, so they must either
+become constants of the plan (stale as soon as an optimizer updates them) or inputs. They
+become inputs: :func:`closure_state` finds the ``nn.Module`` objects ``fn`` reaches directly
+(closure cells, globals its code names, ``self`` of a bound method, ``fn`` itself) and the
+tensors held in its closure cells; :meth:`ClosureState.call` binds each parameter/buffer to
+an input with ``torch.func.functional_call`` (tied weights stay tied) and each closed-over
+tensor by swapping its cell for the call. :meth:`ClosureState.tensors` reads them again on every call
+(by attribute path, so an in-place update *and* a reassigned ``model.w = nn.Parameter(...)``
+are both seen); a parameter whose shape, dtype or device changed fails the plan's guards.
+
+Modules reached only through other objects (a helper function's closure, an attribute of
+an argument) are not searched: their tensors are real tensors in the fake trace, which
+capture refuses (``CaptureError``), so a plan never bakes state in silently.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+
+@dataclass
+class ClosureState:
+    """The lifted state: ``names`` (input names), and how to read and bind each tensor."""
+
+    modules: list[tuple[str, torch.nn.Module]] = field(default_factory=list)  # (label, module)
+    keys: list[tuple[int, str]] = field(default_factory=list)  # (module index, "sub.weight") per module tensor
+    cells: list[tuple[str, Any]] = field(default_factory=list)  # (label, cell) per closed-over tensor
+
+    def __bool__(self) -> bool:
+        return bool(self.keys or self.cells)
+
+    @property
+    def names(self) -> list[str]:
+        out = [f"{self.modules[i][0]}.{k}" for i, k in self.keys]
+        return out + [label for label, _ in self.cells]
+
+    def tensors(self) -> list[torch.Tensor]:
+        """The current tensors, detached (plans have no backward; storage is shared, so a
+        write-back into a buffer reaches the module's own buffer)."""
+        out = []
+        for i, k in self.keys:
+            obj: Any = self.modules[i][1]
+            for part in k.split("."):
+                obj = getattr(obj, part)
+            out.append(obj.detach())
+        return out + [c.cell_contents.detach() for _, c in self.cells]
+
+    def call(self, fn: Callable, args: tuple, values: list[Any]) -> Any:
+        """``fn(*args)`` with every module tensor and closed-over tensor replaced by the matching
+        entry of ``values`` (``torch.func.functional_call`` on a holder of the modules)."""
+        n = len(self.keys)
+        mapping = {f"m{i}.{k}": v for (i, k), v in zip(self.keys, values[:n])}
+        holder = _Holder([m for _, m in self.modules], fn)
+        old = [c.cell_contents for _, c in self.cells]
+        try:
+            for (_, c), v in zip(self.cells, values[n:]):
+                c.cell_contents = v
+            return torch.func.functional_call(holder, mapping, args, tie_weights=True, strict=False)
+        finally:
+            for (_, c), v in zip(self.cells, old):
+                c.cell_contents = v
+
+
+class _Holder(torch.nn.Module):
+    """The modules as children ``m0, m1, ...`` (not copied), calling ``fn`` as its forward."""
+
+    def __init__(self, modules: list[torch.nn.Module], fn: Callable) -> None:
+        super().__init__()
+        for i, m in enumerate(modules):
+            self.add_module(f"m{i}", m)
+        object.__setattr__(self, "_fn", fn)  # not a child, even when fn is a module
+
+    def forward(self, *args: Any) -> Any:
+        return self._fn(*args)
+
+
+def closure_state(fn: Callable) -> ClosureState:
+    """The modules and tensors ``fn`` reaches directly (see the module docstring)."""
+    st = ClosureState()
+    seen_modules: set[int] = set()
+    seen_tensors: set[int] = set()
+
+    def add_module(label: str, m: torch.nn.Module) -> None:
+        if id(m) in seen_modules:
+            return
+        seen_modules.add(id(m))
+        idx = len(st.modules)
+        st.modules.append((label, m))
+        for k, t in [*m.named_parameters(remove_duplicate=True), *m.named_buffers(remove_duplicate=True)]:
+            if id(t) in seen_tensors:  # shared with a module seen before: bound there
+                continue
+            seen_tensors.add(id(t))
+            st.keys.append((idx, k))
+
+    def visit(label: str, v: Any, cell: Any = None) -> None:
+        if isinstance(v, torch.nn.Module):
+            add_module(label, v)
+        elif isinstance(v, (list, tuple)):
+            for j, x in enumerate(v):
+                if isinstance(x, torch.nn.Module):
+                    add_module(f"{label}_{j}", x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                if isinstance(x, torch.nn.Module):
+                    add_module(f"{label}_{k}", x)
+        elif isinstance(v, torch.Tensor) and cell is not None and id(v) not in seen_tensors:
+            seen_tensors.add(id(v))
+            st.cells.append((label, cell))
+
+    if isinstance(fn, torch.nn.Module):
+        add_module("self", fn)
+        return st
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module):
+        add_module("self", owner)
+    code = getattr(fn, "__code__", None)
+    func = getattr(fn, "__func__", fn)
+    if code is None:
+        return st
+    for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        visit(name, v, cell)
+    try:
+        cv = inspect.getclosurevars(func)
+    except (TypeError, ValueError):
+        return st
+    for name, v in cv.globals.items():
+        visit(name, v)
+    return st
+
+
+__all__ = ["ClosureState", "closure_state"]
