@@ -146,6 +146,14 @@ def _div_mode(b: Builder, x: Any, y: Any, rounding_mode: Any = None) -> Var:
     return b.result(q)
 
 
+@reg("prims.fma.default")  # by name: torch._inductor.inductor_prims registers it (Dynamo imports it)
+def _fma(b: Builder, x: Any, y: Any, z: Any) -> Var:
+    """``x*y + z``: Dynamo writes ``addcmul_(t1, t2, value=v)`` (AdamW's ``exp_avg_sq`` update)
+    and tensor-alpha ``add_`` as inductor's fma prim; as a fallback it split every optimizer
+    update in two. One rounding becomes two here (nvFuser's codegen contracts ``a*b+c`` again)."""
+    return b.result(b("add", b("mul", x, y), z))
+
+
 @reg(aten.rsub)
 def _rsub(b: Builder, x: Any, y: Any, alpha: Any = 1) -> Var:
     if alpha != 1:

@@ -445,7 +445,7 @@ class _Converter:
                 not isinstance(tgt, torch._ops.OpOverload) and not isinstance(val, (torch.Tensor, list, tuple))):
             return self.sym(val)
         b = Builder(self, n)
-        conv = ATEN_MAP.get(tgt) or ATEN_MAP.get(getattr(tgt, "_overloadpacket", None))
+        conv = ATEN_MAP.get(tgt) or ATEN_MAP.get(getattr(tgt, "_overloadpacket", None)) or ATEN_MAP.get(str(tgt))
         if conv is not None:
             out = conv(b, *[self.value(a) for a in n.args], **{k: self.value(v) for k, v in n.kwargs.items()})
             if isinstance(out, (list, tuple)):

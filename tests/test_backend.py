@@ -234,6 +234,7 @@ def test_compiled_adamw_step_matches_eager():
     def step():
         opt.step()
 
+    n0 = len(B.LAST)
     for _ in range(2):
         x = torch.randn(5, 4)
         for mod in (m, twin):
@@ -246,6 +247,9 @@ def test_compiled_adamw_step_matches_eager():
                 assert torch.allclose(opt.state[p][k], opt_e.state[q][k], atol=1e-6), k
         opt.zero_grad()
         opt_e.zero_grad()
+    # Dynamo writes addcmul_(..., value=v) as inductor's prims.fma: fused, not a fallback
+    [c] = _new(n0)
+    assert c.plan.stats()["fallback_ops"] == 0, c.plan.stats()["fallback_kinds"]
 
 
 def test_extents_equal_by_guard_share_one_spelling():
