@@ -19,6 +19,11 @@ aten = torch.ops.aten
 ATEN_MAP: dict[Any, Callable] = {}
 
 
+class NotInVocab(Exception):
+    """A converter met a form the vocabulary cannot express (e.g. a complex scalar
+    operand): capture drops what the converter emitted and runs the aten op as a fallback."""
+
+
 class Builder:
     """What a converter may do: emit IR ops, update a buffer in place, alias or view."""
 
@@ -434,6 +439,8 @@ def _arange(b: Builder, *args: Any, **kw: Any) -> Var:
         start = nums[0]
     n = b.out_type.shape[0]
     dt = b.out_type.dtype
+    if dt not in FLOAT_DTYPES:  # torch casts start and step to the integer dtype first (2.1 -> 2)
+        start, step = (int(v) if isinstance(v, float) else v for v in (start, step))
     it = b.c.emit("iota", (n, "i64" if dt not in FLOAT_DTYPES else dt, 0, 1), b.n, hint="iota")
     if step != 1:
         it = b("mul", it, step)
@@ -446,6 +453,9 @@ def _arange(b: Builder, *args: Any, **kw: Any) -> Var:
 
 @reg(aten.gather)
 def _gather(b: Builder, x: Any, dim: int, idx: Any, sparse_grad: bool = False) -> Var:
+    if _rank(x) == 0:  # 0-d source: gather from its 1-element view, shaped like the index
+        g = b("gather", b("reshape", x, (1,)), 0, b("reshape", idx, (prod_extents(idx.type.shape),)))
+        return b("reshape", g, tuple(b.out_type.shape))
     return b("gather", x, dim % max(_rank(x), 1), idx)
 
 

@@ -25,9 +25,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
-from .aten_map import ATEN_MAP, Builder
-from .ir import IRError, Namespace, Node, ScalarType, TensorType, Trace, Var, as_extent, dtype_name
-from .vocab import infer
+from .aten_map import ATEN_MAP, Builder, NotInVocab
+from .ir import IRError, Namespace, Node, ScalarType, TensorType, Trace, Var, as_extent, dtype_name, flat_args
+from .vocab import infer, is_opaque
 
 aten = torch.ops.aten
 
@@ -447,12 +447,19 @@ class _Converter:
         b = Builder(self, n)
         conv = ATEN_MAP.get(tgt) or ATEN_MAP.get(getattr(tgt, "_overloadpacket", None)) or ATEN_MAP.get(str(tgt))
         if conv is not None:
-            out = conv(b, *[self.value(a) for a in n.args], **{k: self.value(v) for k, v in n.kwargs.items()})
-            if isinstance(out, (list, tuple)):
-                for i, r in enumerate(out):
-                    if isinstance(r, Ref) and r.node is n:
-                        r.item = i
-        else:
+            args, kwargs = [self.value(a) for a in n.args], {k: self.value(v) for k, v in n.kwargs.items()}
+            mark = len(self.trace.nodes)
+            try:
+                out = conv(b, *args, **kwargs)
+            except NotInVocab:  # run the aten op itself instead
+                del self.trace.nodes[mark:]
+                conv = None
+            else:
+                if isinstance(out, (list, tuple)):
+                    for i, r in enumerate(out):
+                        if isinstance(r, Ref) and r.node is n:
+                            r.item = i
+        if conv is None:
             mutated = _mutated_arg(tgt)
             out = b.inplace_opaque(tgt, mutated) if mutated is not None else b.opaque(tgt)
         return self.wrap(out)
@@ -467,6 +474,8 @@ class _Converter:
     # -------------------------------------------------------------- emission helpers used by Builder
     def emit(self, op: str, args: tuple, n: torch.fx.Node | None, kwargs: dict | None = None, hint: str | None = None,
              out_type: Any = None) -> Var:
+        if not is_opaque(op) and any(isinstance(a, complex) for a in flat_args(args)):
+            raise NotInVocab(f"{op}: complex scalar operand")
         if out_type is None:
             dev = None
             if n is not None and isinstance(n.meta.get("val"), torch.Tensor):

@@ -221,6 +221,8 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
         return TensorType(args[2], tuple(as_extent(e) for e in args[0]), device or "cpu")
     if op == "take_along_axis":
         x, idx, dim = args
+        if x.type.rank == 0:  # 0-d source (torch.gather on 0-d): shaped like the index
+            return x.type.with_(shape=idx.type.shape)
         d = dim % x.type.rank
         b = broadcast_shapes(
             tuple(1 if i == d else e for i, e in enumerate(x.type.shape)),
