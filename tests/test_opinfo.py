@@ -661,6 +661,11 @@ def expected(r: Result) -> str | None:
 @pytest.fixture(scope="module")
 def runner(request: pytest.FixtureRequest) -> Iterable[Runner]:
     """One Runner for the selected ops, in collection order, so workers run ahead of the test."""
+    try:
+        import expecttest  # noqa: F401 - torch.testing._internal (the OpInfo database) imports it
+    except ImportError:
+        pytest.fail("the OpInfo database (torch.testing._internal) needs expecttest: "
+                    "pip install expecttest (it belongs in pyproject's [test] extra)", pytrace=False)
     ids = [item.callspec.params["op_id"] for item in request.session.items
            if getattr(item, "callspec", None) is not None and "op_id" in item.callspec.params
            and item.module is request.module]
