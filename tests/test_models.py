@@ -1,0 +1,179 @@
+"""Real models through satfuse: tiny Hugging Face GPT-2 and BERT (random weights, built in code,
+no download) under ``torch.compile(backend="satfuse")`` and ``satfuse.optimize``.
+
+The transformers tests are marked ``models`` and skip when transformers is not installed
+(``pip install -c constraints.txt -e ".[models]"``). The default run is a few
+configurations (BERT eager-attention eval, GPT-2 SDPA training step, ``satfuse.optimize`` of
+GPT-2's loss); ``SATFUSE_ALL_MODELS=1`` runs the full matrix (GPT-2 and BERT x eager and
+SDPA attention x eval and train). ``python bench/models.py`` prints the same checks as a
+table, with fallback ops and compile time against Inductor.
+
+The tests of module state lifted into ``satfuse.optimize`` plans (``engine/closure.py``) need
+no transformers and always run.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+from satfuse.engine.capture import CaptureError
+from satfuse.lowering.guards import GuardError
+
+import satfuse
+
+ALL = os.environ.get("SATFUSE_ALL_MODELS") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
+# ---------------------------------------------------------------------- state lifted by optimize
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        self.register_buffer("shift", torch.tensor([0.5, -1.0, 2.0]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + self.shift
+
+
+def test_optimize_lifts_closed_over_parameters_and_buffers():
+    """A loss closing over a module: its parameters and buffers are plan inputs read on every
+    call, so in-place updates (an optimizer step) and reassignments give eager's new answer;
+    a parameter of another shape fails a guard instead of running stale."""
+    torch.manual_seed(0)
+    net = Net()
+
+    def loss(x, y):
+        return F.cross_entropy(net(x), y)
+
+    x, y = torch.randn(5, 4), torch.randint(0, 3, (5,))
+    plan = satfuse.optimize(loss, x, y)
+    names = [v.name for v in plan.trace.inputs]
+    assert names[:2] == ["x", "y"] and len(names) == 5, names  # lin.weight, lin.bias, shift
+    assert torch.allclose(plan(x, y), loss(x, y))
+    with torch.no_grad():
+        net.lin.weight.mul_(2.0)
+        net.shift.add_(1.0)
+    assert torch.allclose(plan(x, y), loss(x, y))
+    net.lin.bias = torch.nn.Parameter(torch.randn(3))  # reassigned, not updated in place
+    assert torch.allclose(plan(x, y), loss(x, y))
+    net.lin.weight = torch.nn.Parameter(torch.randn(3, 5))
+    with pytest.raises(GuardError):
+        plan(x, y)  # eager would fail in the matmul; the plan fails its guard first
+
+
+def test_optimize_lifts_closed_over_tensor_and_module_itself():
+    w = torch.randn(4)
+
+    def f(x):
+        return (x * w).sum(1)
+
+    x = torch.randn(3, 4)
+    plan = satfuse.optimize(f, x)
+    assert torch.allclose(plan(x), f(x))
+    w.mul_(-3.0)
+    assert torch.allclose(plan(x), f(x))
+    w = torch.randn(4)  # the cell now holds another tensor: read on each call  # noqa: F841
+    assert torch.allclose(plan(x), f(x))
+
+    net = Net()
+    plan = satfuse.optimize(net, x)  # a module is a function of its inputs and its state
+    with torch.no_grad():
+        assert torch.allclose(plan(x), net(x))
+        net.lin.weight.add_(1.0)
+        assert torch.allclose(plan(x), net(x))
+
+
+def test_optimize_refuses_a_real_tensor_it_cannot_lift():
+    """A tensor reached through a dict (not a module, not a closure cell): never baked in."""
+    held = {"w": torch.randn(4)}
+
+    def f(x):
+        return x * held["w"]
+
+    with pytest.raises(CaptureError, match="pass it as an argument"):
+        satfuse.optimize(f, torch.randn(4))
+
+
+def test_literal_tensors_in_the_program():
+    def f(x):
+        empty = torch.tensor([], dtype=x.dtype)  # HF's DynamicCache starts from this
+        return torch.cat([empty, (x * torch.tensor(2.0)).flatten()])
+
+    x = torch.randn(2, 3)
+    assert torch.equal(satfuse.optimize(f, x)(x), f(x))
+
+
+# ---------------------------------------------------------------------- transformers models
+
+
+@pytest.fixture
+def hf():
+    pytest.importorskip("transformers")
+    from bench import models
+
+    return models
+
+
+def _matrix(default: list[tuple]) -> list:
+    full = [(m, a) for m in ("gpt2", "bert") for a in ("eager", "sdpa")]
+    return [pytest.param(*c, id="-".join(c)) for c in (full if ALL else default)]
+
+
+#: Dynamo graphs per model when compiled with dynamic=True, for all of SEQS: GPT-2 breaks the
+#: graph once (its ``loss_function`` calls ``logger.warning_once`` because GPT2LMHeadModel's
+#: class name names no loss type); BERT is one graph.
+GRAPHS = {"gpt2": 2, "bert": 1}
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("name,attn", _matrix([("bert", "eager")]))
+def test_eval_logits_and_loss_match_eager(hf, name, attn):
+    r = hf.check_eval(name, attn)
+    assert r["fwd_diff"] < 1e-5, r
+    assert r["graphs"] == GRAPHS[name], r  # three sequence lengths, no recompile
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("name,attn", _matrix([("gpt2", "sdpa")]))
+def test_training_step_matches_eager_twin(hf, name, attn):
+    """Compiled forward + backward + compiled AdamW.step: gradients, parameters and optimizer
+    state equal the eager twin's after each of two steps at two sequence lengths."""
+    r = hf.train_step_pair(name, attn)
+    assert r.ok, r.mismatches
+    assert r.model_graphs == GRAPHS[name] and r.opt_graphs == 1, r
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("name", ["gpt2", "bert"] if ALL else ["gpt2"])
+def test_optimize_loss_closing_over_model(hf, name):
+    """``satfuse.optimize`` of a loss that closes over an HF model: every parameter and buffer
+    is a plan input, so updating the weights in place gives eager's new loss."""
+    model = hf.make_model(name, "sdpa").eval()
+    batch = hf.make_batch(name, 8)
+    keys = list(batch)
+
+    def loss(*args):
+        return model(**dict(zip(keys, args))).loss
+
+    plan = satfuse.optimize(loss, *batch.values())
+    n_state = len(list(model.parameters())) + len(list(model.buffers()))
+    assert len(plan.trace.inputs) == len(keys) + n_state
+    with torch.no_grad():
+        assert torch.allclose(plan(*batch.values()), loss(*batch.values()), atol=1e-5)
+        torch.manual_seed(1)
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+        want = loss(*batch.values())
+        assert torch.allclose(plan(*batch.values()), want, atol=1e-5)
