@@ -80,6 +80,11 @@ def dim_term(e: Any) -> str:
         for a in args[1:]:
             acc = f"(DMul {acc} {dim_term(a)})"
         return acc
+    if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) >= 1:
+        acc = dim_term(e.base)
+        for _ in range(int(e.exp) - 1):
+            acc = f"(DMul {acc} {dim_term(e.base)})"
+        return acc
     name = type(e).__name__
     if name in ("FloorDiv",) or isinstance(e, sympy.floor) and isinstance(e.args[0], sympy.Mul):
         a, b = e.args if name == "FloorDiv" else _floor_parts(e)

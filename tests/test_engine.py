@@ -90,3 +90,16 @@ def test_egglog_errors_name_file_line_and_rule(tmp_path):
     bad.write_text('(ruleset p)\n\n(rewrite (Exp (Nope x)) x :ruleset p :name "p/unknown")\n')
     with pytest.raises(RuleError, match=r"bad\.egg:3: rule 'p/unknown': .*Nope"):
         Session(_lang() + [Source(str(bad), bad.read_text())])
+
+
+def test_squared_extent_has_an_egraph_form():
+    # cross_entropy over x.view(-1, C) with y of shape [s, s] under dynamic=True: extent s**2
+    import satfuse
+
+    def f(x, y):
+        return F.cross_entropy(x.view(-1, x.size(-1)), y.view(-1))
+
+    plan = satfuse.optimize(f, torch.randn(4, 4, 10), torch.randint(0, 10, (4, 4)), dynamic=True)
+    for n in (3, 5):
+        x, y = torch.randn(n, n, 10), torch.randint(0, 10, (n, n))
+        torch.testing.assert_close(plan(x, y), f(x, y))
