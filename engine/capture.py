@@ -440,6 +440,11 @@ class _Converter:
         tgt = n.target
         if tgt is operator.getitem:
             return self.env[n.args[0]][n.args[1]]
+        if tgt is aten._local_scalar_dense.default:
+            raise CaptureError(
+                f"node {n.name} ({tgt}): .item() turns a tensor's value into a Python number while tracing, so "
+                "the program's shape would depend on data; satfuse plans cannot carry that. Keep the value a "
+                "tensor (for torch.optim: capturable=True), or pass it as a Python number argument.")
         val = n.meta.get("val")
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat)) or (
                 not isinstance(tgt, torch._ops.OpOverload) and not isinstance(val, (torch.Tensor, list, tuple))):

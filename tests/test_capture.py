@@ -80,3 +80,11 @@ def test_adam_step_captures_writebacks():
     args = [torch.randn(8) for _ in range(3)] + [torch.rand(8)]
     tr = _check(step, *args)
     assert {b.name for b, _ in tr.writebacks} == {"p", "m", "v"}
+
+
+def test_item_is_a_clear_capture_error():
+    def f(x, s):
+        return x * (0.9 ** s.item())
+
+    with pytest.raises(CaptureError, match=r"\.item\(\).*capturable=True"):
+        capture(f, torch.randn(4), torch.tensor(3.0))
