@@ -196,6 +196,10 @@ class Plan:
     def __call__(self, *flat_inputs: Any) -> list:
         return self._fn(flat_inputs)
 
+    def run_unchecked(self, flat_inputs: Any, env: dict) -> list:
+        """Run with a symbol env from guards the caller has already checked (the plan cache)."""
+        return self._fn(flat_inputs, env)
+
     def __str__(self) -> str:
         return self.source
 
@@ -345,7 +349,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         if dead:
             body.append(f"del {', '.join(dead)}")
     body.append(f"return [{', '.join(rets)}]")
-    head = ["env = prologue(inputs)"]
+    head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:
         head.append(f"{', '.join(in_names)}{',' if len(in_names) == 1 else ''} = inputs")
     for s in sorted(used_syms, key=lambda s: s.name):
@@ -353,7 +357,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     fname = trace.name if trace.name.isidentifier() and not keyword.iskeyword(trace.name) else "computation"
     while fname in glob_names:
         fname += "_"
-    main = [f"def {fname}(inputs):"] + ["    " + x for x in head + body]
+    main = [f"def {fname}(inputs, env=None):"] + ["    " + x for x in head + body]
 
     prov = f"# satfuse plan: {len(segments)} segment(s), {sum(isinstance(s, Fallback) for s in wb.steps)} fallback op(s); " \
            f"nvFuser {NVFUSER_VERSION} (nvfuser_direct) mapping; executor: {executor}"

@@ -82,12 +82,12 @@ class Jitted:
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             self.grad_eager_calls += 1
             return self.fn(*args, **kwargs)
-        entry, _env = self.cache.get(inputs, lambda: self._compile(args, kwargs, key, inputs), key)
+        entry, env = self.cache.get(inputs, lambda: self._compile(args, kwargs, key, inputs), key)
         if entry is None:  # cache full with on_limit="eager", or aliased inputs a plan would mutate
             return self.fn(*args, **kwargs)
         plan = entry.plan
         self.last_plan = plan
-        outs = entry.info["run"](*inputs)
+        outs = entry.info["run"](inputs, env)  # guards were checked by the cache: not again
         out_spec = entry.info["out_spec"]
         if out_spec is None:
             return outs
@@ -124,7 +124,7 @@ class Jitted:
         check = fast_prologue(prologue)
         if engine.trace.writebacks:
             check = _alias_checked(check, engine.trace)
-        run = getattr(lowered, "run_unchecked", None) or lowered
+        run = lowered.run_unchecked
         return Entry(check=check, plan=plan, key=key, info={"out_spec": cap.out_spec, "run": run})
 
     def __repr__(self) -> str:

@@ -73,8 +73,9 @@ def seg1(fd):
     mean10 = fd.ops.div(mean, fd.define_scalar(8.0, dtype=DataType.Float))
     fd.add_output(mean10)
 
-def computation(inputs):
-    env = prologue(inputs)
+def computation(inputs, env=None):
+    if env is None:
+        env = prologue(inputs)
     x, y = inputs
     [sub6, unsqueeze] = seg0.execute([x, y])
     gather7 = eager.gather(sub6, 1, unsqueeze)  # fallback: gather has no nvFuser code generation (own ATen segment) (notes/nvfuser.md)
@@ -109,8 +110,9 @@ def seg0(fd):
 #   q: aliased in seg0 (add_output alias_input=q)
 #   k: aliased in seg0 (add_output alias_input=k)
 
-def computation(inputs):
-    env = prologue(inputs)
+def computation(inputs, env=None):
+    if env is None:
+        env = prologue(inputs)
     q, k, v, mask, idx, src = inputs
     index_copy0 = eager.index_copy(q, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
     index_copy2 = eager.index_copy(k, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
