@@ -46,6 +46,9 @@ class Budget:
     seconds: float = 10.0
     match_limit: int = 2_000
     ban_length: int = 4
+    #: analysis iterations between phase steps: shape facts of a rank-r term need about r;
+    #: a cap (rather than saturate) keeps a pathological analysis from running away
+    analysis_iterations: int = 80
 
 
 @dataclass(frozen=True)
@@ -172,14 +175,29 @@ class Session:
         out = self.egraph.run_program(*self.egraph.parse_program("(print-size)"))
         return sum(n for _, n in out[0].sizes)
 
+    def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport) -> bool:
+        """Run the analysis rules to a fixpoint in chunks, checking the node budget in between;
+        False (and a reported stop) if the budget was hit first."""
+        for _ in range(max(1, budget.analysis_iterations // 10)):
+            out = self.run([f"(run-schedule (repeat 10 (run {analysis})))"], "analysis")
+            self._count(out, rep.analysis)
+            if not out[0].report.updated:
+                return True
+            if self.size() > budget.nodes:
+                rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", budget.nodes), nodes=self.size()))
+                return False
+        return True
+
     def saturate(self, phases: Sequence[str], budget: Budget | None = None, analysis: str = "analysis") -> SaturationReport:
         """Run each phase (a ruleset) to saturation or to the budget, analysis rules in between."""
         budget = budget or Budget()
         rep = SaturationReport()
         t_start = time.perf_counter()
         step = (f"(run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
-                f":ban-length {budget.ban_length})) (seq (saturate (run {analysis})) (run-with bo {{phase}})))")
-        self._count(self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis"), rep.analysis)
+                f":ban-length {budget.ban_length})) (seq (repeat {budget.analysis_iterations} (run {analysis})) "
+                f"(run-with bo {{phase}})))")
+        if not self._analysis(analysis, budget, rep):
+            phases = []  # the analysis alone hit the node budget: extract what we have
         for phase in phases:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
@@ -206,7 +224,7 @@ class Session:
             rep.phases.append(pr)
             if stop.kind in ("nodes", "time"):
                 break
-        self._count(self.run([f"(run-schedule (saturate (run {analysis})))"], "analysis"), rep.analysis)
+        self._analysis(analysis, budget, rep)
         rep.seconds = time.perf_counter() - t_start
         rep.nodes = self.size()
         return rep

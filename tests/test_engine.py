@@ -103,3 +103,17 @@ def test_squared_extent_has_an_egraph_form():
     for n in (3, 5):
         x, y = torch.randn(n, n, 10), torch.randint(0, 10, (n, n))
         torch.testing.assert_close(plan(x, y), f(x, y))
+
+
+def test_repeated_extents_do_not_blow_up_the_shape_analysis():
+    # [a, b, c, a, b]: bcast(S, S) used to recurse through every spelling of S's tail (920k e-nodes)
+    import time
+
+    import satfuse
+
+    x, y = torch.randn(2, 3, 5, 2, 3), torch.randn(2, 3, 5, 2, 3)
+    t0 = time.perf_counter()
+    plan = satfuse.optimize(lambda a, b: a * b, x, y)
+    assert time.perf_counter() - t0 < 20
+    assert plan.engine.egraph_nodes < 1_000
+    torch.testing.assert_close(plan(x, y), x * y)
