@@ -284,6 +284,15 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
             else:
                 check(f"isinstance({v.name}, bool)", f"{v.name} is a bool", (i,))
             flush(f"{v.name}: {t}")
+    # 1b. a buffer written in place must not overlap itself (e.g. expanded strides): eager's
+    # result there depends on loop order, so no plan can promise to match it
+    written = {b.name for b, _ in trace.writebacks}
+    for i, v in enumerate(ins):
+        if v.name in written and isinstance(v.type, TensorType):
+            glob["_overlap"] = torch._debug_has_internal_overlap
+            check(f"{v.name}.is_contiguous() or _overlap({v.name}) != 1",
+                  f"{v.name} does not overlap itself (it is written in place)", (i,))
+            flush()
     # 2. static extents, symbol binding, equalities
     deferred: list[tuple[Any, str, str, int]] = []  # (expr, python value, readable, input)
     for i, v in enumerate(ins):

@@ -165,3 +165,24 @@ def test_hot_path_is_fast():
         p(args)
     us = (time.perf_counter() - t0) / n * 1e6
     assert us < 100, f"prologue takes {us:.1f} µs per call"
+
+
+def test_self_overlapping_written_input_is_refused():
+    from satfuse.lowering import GuardError
+
+    import satfuse
+
+    def f(x, y):
+        x.add_(y)
+        return x * 2
+
+    plan = satfuse.optimize(f, torch.randn(3, 4), torch.randn(3, 4))
+    base = torch.randn(4)
+    x = base.expand(3, 4)  # every row is the same memory
+    with pytest.raises(GuardError, match="does not overlap itself"):
+        plan(x, torch.randn(3, 4))
+    x = torch.randn(4, 3).t()  # non-contiguous but not overlapping: fine
+    xe, y = x.clone(), torch.randn(3, 4)
+    out = plan(x, y)
+    torch.testing.assert_close(out, f(xe, y))
+    torch.testing.assert_close(x, xe)
