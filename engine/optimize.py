@@ -11,7 +11,7 @@ from .decode import decode
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
 from .ir import Trace
-from .session import Budget, SaturationReport, Session, Source
+from .session import Budget, RuleError, SaturationReport, Session, Source
 from .terms import encode
 
 
@@ -40,6 +40,9 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     timings["encode"] = time.perf_counter() - t0
     rep = sess.saturate(list(phases), budget)
     timings["saturate"] = rep.seconds
+    if rep.conflicts:
+        raise RuleError(f"saturation equated values of different shapes ({', '.join(sorted(rep.conflicts))}): "
+                        "a rule is unsound here; run `python -m satfuse rules check` to find it")
     t1 = time.perf_counter()
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
     lets = list(enc.roots) + [enc.var_let[id(v)] for v in all_vars]

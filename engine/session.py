@@ -53,7 +53,7 @@ class Budget:
 
 @dataclass(frozen=True)
 class StopReason:
-    kind: str  # saturated | iterations | nodes | time
+    kind: str  # saturated | iterations | nodes | time | conflict
     limit: Any = None
 
     def __str__(self) -> str:
@@ -85,6 +85,9 @@ class SaturationReport:
             for k, v in p.matches.items():
                 out[k] = out.get(k, 0) + v
         return out
+
+    #: analysis conflicts found (a rule equated values of different shapes): relation -> rows
+    conflicts: dict[str, int] = field(default_factory=dict)
 
     @property
     def hit_limit(self) -> list[str]:
@@ -171,9 +174,16 @@ class Session:
                 raise RuleError(f"{what}: egglog rejected {c[:200]!r}: {str(e).splitlines()[0]}") from None
         return outs
 
-    def size(self) -> int:
+    def sizes(self) -> dict[str, int]:
         out = self.egraph.run_program(*self.egraph.parse_program("(print-size)"))
-        return sum(n for _, n in out[0].sizes)
+        return dict(out[0].sizes)
+
+    def size(self) -> int:
+        return sum(self.sizes().values())
+
+    def conflicts(self) -> dict[str, int]:
+        """Rows of lang.egg's conflict relations: non-empty means some rule is unsound."""
+        return {k: v for k, v in self.sizes().items() if k in ("extent-conflict", "rank-conflict") and v}
 
     def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport) -> bool:
         """Run the analysis rules to a fixpoint in chunks, checking the node budget in between;
@@ -211,6 +221,10 @@ class Session:
                 if not report.updated:
                     stop = StopReason("saturated")
                     break
+                rep.conflicts = self.conflicts()
+                if rep.conflicts:
+                    stop = StopReason("conflict")
+                    break
                 nodes = self.size()
                 if nodes > budget.nodes:
                     stop = StopReason("nodes", budget.nodes)
@@ -222,9 +236,10 @@ class Session:
             pr.seconds = time.perf_counter() - t0
             pr.nodes = self.size()
             rep.phases.append(pr)
-            if stop.kind in ("nodes", "time"):
+            if stop.kind in ("nodes", "time", "conflict"):
                 break
         self._analysis(analysis, budget, rep)
+        rep.conflicts = self.conflicts()
         rep.seconds = time.perf_counter() - t_start
         rep.nodes = self.size()
         return rep

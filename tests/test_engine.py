@@ -117,3 +117,11 @@ def test_repeated_extents_do_not_blow_up_the_shape_analysis():
     assert time.perf_counter() - t0 < 20
     assert plan.engine.egraph_nodes < 1_000
     torch.testing.assert_close(plan(x, y), x * y)
+
+
+def test_a_rule_that_changes_a_shape_stops_saturation_loudly(tmp_path):
+    import satfuse
+
+    (tmp_path / "bad.egg").write_text('(ruleset bad)\n(rewrite (Sub x x) (CFloat 0.0) :ruleset bad :name "bad/sub-self")\n')
+    with pytest.raises(RuleError, match="different shapes.*rules check"):
+        satfuse.optimize(lambda x: (x - x) * 2, torch.randn(4), rules=[tmp_path])
