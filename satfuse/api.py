@@ -49,7 +49,9 @@ class Plan:
     """
 
     def __init__(self, lowered: Any, captured: Captured | None, engine: EngineResult | None,
-                 timings: dict[str, float], state: ClosureState | None = None) -> None:
+                 timings: dict[str, float], state: ClosureState | None = None,
+                 catalogue: Catalogue | None = None) -> None:
+        self.catalogue = catalogue  # the rule packs it was optimized with (explain names their rules)
         self.lowered = lowered
         self.captured = captured
         self.engine = engine
@@ -83,15 +85,51 @@ class Plan:
 
     __repr__ = __str__
 
+    def segment_table(self) -> str:
+        """Per step of the lowered plan: bytes read and written across its boundary, kernels."""
+        from satfuse.engine.costs import minimum_traffic, plan_traffic
+
+        hints = self.captured.symbol_hints if self.captured is not None else {}
+        traffic = plan_traffic(self.lowered.steps, self.lowered.trace, hints)
+        order: list[str] = []
+        rows: dict[str, list[int]] = {}
+        for m in traffic.moves:
+            if m.step not in rows:
+                order.append(m.step)
+                rows[m.step] = [0, 0]
+            rows[m.step][0 if m.kind == "read" else 1] += m.bytes
+        lines = [f"{'step':<40} {'bytes in':>14} {'bytes out':>14}"]
+        for st in order:
+            lines.append(f"{st[:40]:<40} {rows[st][0]:>14,} {rows[st][1]:>14,}")
+        least = minimum_traffic(self.lowered.trace, hints).total
+        ratio = f"{traffic.total / least:.3f}" if least else "-"
+        lines.append(f"total {traffic.total:,} bytes in {traffic.kernels} kernel launch(es); "
+                     f"minimum {least:,} (every input read once, every output written once); ratio {ratio}")
+        return "\n".join(lines)
+
     def explain(self) -> str:
-        parts = []
-        if hasattr(self.lowered, "explain"):
-            parts.append(self.lowered.explain())
+        parts = [self.segment_table()]
+        if self.engine is not None and self.captured is not None:
+            before = {n.op for n in self.captured.trace.nodes}
+            new = sorted({n.op for n in self.trace.nodes} - before)
+            gone = sorted(before - {n.op for n in self.trace.nodes})
+            if new or gone:
+                parts.append(f"ops the rewrites brought in: {', '.join(new) or '-'}; ops they removed: {', '.join(gone) or '-'}")
         if self.engine is not None:
             parts.append(self.engine.saturation.table())
-            fired = {k: v for k, v in sorted(self.engine.saturation.matches.items()) if v and not k.startswith("lang/")}
+            cat = self.catalogue
+            fired, facts = {}, 0
+            for k, v in sorted(self.engine.saturation.matches.items()):
+                info = cat.rule(k) if cat is not None else None
+                if not v or k.startswith("lang/"):
+                    continue
+                if info is not None and info.ruleset == "analysis":
+                    facts += v  # helper rules that only derive shape facts
+                    continue
+                fired[k] = v
             if fired:
-                parts.append("rules that matched: " + ", ".join(f"{k} x{v}" for k, v in fired.items()))
+                parts.append("rewrites that matched: " + ", ".join(f"{k} x{v}" for k, v in fired.items())
+                             + (f" (+{facts} analysis-fact matches)" if facts else ""))
             if self.engine.saturation.hit_limit:
                 parts.append("budget reached: " + "; ".join(self.engine.saturation.hit_limit))
         parts.append("timings (ms): " + ", ".join(f"{k}={v * 1e3:.1f}" for k, v in self.timings.items()))
@@ -134,7 +172,7 @@ def optimize(fn_or_trace: Callable | Trace, *example_inputs: Any, options: Optio
     t0 = time.perf_counter()
     lowered = lower(engine.trace, hints=hints, executor=opts.executor)
     timings["lower"] = time.perf_counter() - t0
-    return Plan(lowered, captured, engine, timings, state if captured is not None else None)
+    return Plan(lowered, captured, engine, timings, state if captured is not None else None, catalogue=cat)
 
 
 def _lift_state(fn: Callable, example_inputs: tuple, state: ClosureState,
