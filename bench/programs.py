@@ -15,32 +15,14 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 
+from tests.corpus import adam_hand as adam  # the programs are the test corpus's, at bench sizes
+from tests.corpus import ce_fwd_bwd
+from tests.corpus import ce_hand as ce_fwd
+
 # ---------------------------------------------------------------- programs
 
 
-def ce_fwd(x, y):
-    """cross-entropy forward as written in seed 002: gather of log_softmax"""
-    return torch.gather(torch.log_softmax(x, 1), 1, y.unsqueeze(1)).squeeze(1).neg().mean()
 
-
-def ce_fwd_bwd(x, y):
-    """F.cross_entropy forward and its gradient (torch.autograd.grad inside the function)"""
-    x = x.detach().requires_grad_()
-    loss = F.cross_entropy(x, y)
-    (g,) = torch.autograd.grad(loss, x)
-    return loss, g
-
-
-def adam(params, grads, exp_avgs, exp_avg_sqs):
-    """one Adam step (step 3), in place, written with lerp_/mul_/addcmul_/sqrt/add_/addcdiv_"""
-    beta1, beta2, lr, eps, step = 0.9, 0.999, 1e-3, 1e-8, 3
-    bc1 = 1 - beta1 ** step
-    bc2 = 1 - beta2 ** step
-    for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs):
-        m.lerp_(g, 1 - beta1)
-        v.mul_(beta2).addcmul_(g, g, value=1 - beta2)
-        denom = (v.sqrt() / (bc2 ** 0.5)).add_(eps)
-        p.addcdiv_(m, denom, value=-lr / bc1)
 
 
 def layer_norm(x, w, b):

@@ -9,6 +9,9 @@ import torch.nn.functional as F
 from satfuse.engine import capture
 from satfuse.lowering import GuardError, lower
 
+from tests.corpus import ce_fwd_bwd
+from tests.corpus import ce_hand as ce
+
 
 def clone_args(args):
     return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -41,15 +44,6 @@ def check(fn, *args, dynamic=False, atol=1e-5, rtol=1e-5, plan=None, calls=None)
 # ---------------------------------------------------------------- programs
 
 
-def ce(x, y):
-    return torch.gather(torch.log_softmax(x, 1), 1, y.unsqueeze(1)).squeeze(1).neg().mean()
-
-
-def ce_fwd_bwd(x, y):
-    x = x.detach().requires_grad_()
-    loss = F.cross_entropy(x, y)
-    (g,) = torch.autograd.grad(loss, x)
-    return loss, g
 
 
 def inplace_add(x, y):

@@ -10,6 +10,9 @@ import torch.nn.functional as F
 from satfuse.engine import capture
 from satfuse.lowering import lower
 
+from tests.corpus import ce_fwd_bwd
+from tests.corpus import ce_hand as ce
+
 
 def _g(seed):
     return torch.Generator().manual_seed(seed)
@@ -18,15 +21,6 @@ def _g(seed):
 # ---------------------------------------------------------------- programs
 
 
-def ce(x, y):
-    return torch.gather(torch.log_softmax(x, 1), 1, y.unsqueeze(1)).squeeze(1).neg().mean()
-
-
-def ce_fwd_bwd(x, y):
-    x = x.detach().requires_grad_()
-    loss = F.cross_entropy(x, y)
-    (g,) = torch.autograd.grad(loss, x)
-    return loss, g
 
 
 def layer_norm(x, w, b):
