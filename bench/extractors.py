@@ -44,11 +44,9 @@ def egraph_of(prog: Program, target: str, cat) -> tuple[dict, EGraphView, list[s
     sess = Session(cat.sources)
     sess.run(enc.commands, "trace")
     sess.saturate(cat.phases)
-    lets = list(enc.roots) + [enc.var_let[id(v)] for v in trace.inputs]
-    data, classes = sess.serialize(lets)
-    roots = classes[: len(enc.roots)]
+    data, roots, input_class = sess.serialize_program(enc, trace.inputs)
     view = EGraphView.from_json(data)
-    infos = class_infos(view, hints, set(classes[len(enc.roots):]))
+    infos = class_infos(view, hints, set(input_class.values()))
     cost = node_costs(view, CostModel(target, hints), infos)
     return data, view, roots, cost
 

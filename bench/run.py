@@ -79,7 +79,7 @@ def split_timings(t: dict[str, float]) -> dict[str, float]:
     """Plan.timings -> capture / saturation / extraction / lowering (seconds)."""
     return {
         "capture": t.get("capture", 0.0),
-        "saturation": t.get("encode", 0.0) + t.get("saturate", 0.0),
+        "saturation": t.get("load", 0.0) + t.get("encode", 0.0) + t.get("saturate", 0.0),
         "extraction": t.get("serialize", 0.0) + t.get("extract", 0.0) + t.get("decode", 0.0),
         "lowering": t.get("lower", 0.0),
     }

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -11,6 +13,7 @@ from .decode import decode
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
 from .ir import Trace
+from .pool import POOL
 from .session import Budget, RuleError, SaturationReport, Session, Source
 from .terms import encode
 
@@ -25,6 +28,15 @@ class EngineResult:
     chosen_ops: dict[str, int] = field(default_factory=dict)  # e-node op -> count in the chosen plan
     session: Session | None = None
     classes: dict[str, str] = field(default_factory=dict)  # original var name -> class id
+    refs: dict[str, int] = field(default_factory=dict)  # original var name -> k of its handle (Ref k)
+
+    def run(self, commands: Sequence[str], what: str = "<commands>") -> list:
+        """Run egglog commands in the kept session, ``$name`` standing for the trace's value
+        ``name`` (its handle ``(Ref k)``); other ``$globals`` are left to egglog."""
+        if self.session is None:
+            raise RuntimeError("optimize_trace(..., keep_session=True) keeps the session to run commands in")
+        sub = lambda m: f"(Ref {self.refs[m.group(1)]})" if m.group(1) in self.refs else m.group(0)  # noqa: E731
+        return self.session.run([re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", sub, c) for c in commands], what)
 
 
 def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *, target: str = "nvfuser",
@@ -35,20 +47,20 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     enc = encode(trace)
-    sess = Session(sources)
-    sess.run(enc.commands, "trace")
-    timings["encode"] = time.perf_counter() - t0
-    rep = sess.saturate(list(phases), budget)
-    timings["saturate"] = rep.seconds
-    if rep.conflicts:
-        raise RuleError(f"saturation equated values of different shapes ({', '.join(sorted(rep.conflicts))}): "
-                        "a rule is unsound here; run `python -m satfuse rules check` to find it")
-    t1 = time.perf_counter()
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
-    lets = list(enc.roots) + [enc.var_let[id(v)] for v in all_vars]
-    data, classes = sess.serialize(lets)
-    root_classes = classes[: len(enc.roots)]
-    var_class = {id(v): c for v, c in zip(all_vars, classes[len(enc.roots):])}
+    t_load = time.perf_counter()
+    with (nullcontext(Session(sources)) if keep_session else POOL.session(sources)) as sess:
+        t_add = time.perf_counter()
+        timings["load"] = t_add - t_load  # ~0 when a loaded session was pooled
+        sess.run(enc.commands, "trace")
+        timings["encode"] = (t_load - t0) + (time.perf_counter() - t_add)
+        rep = sess.saturate(list(phases), budget)
+        timings["saturate"] = rep.seconds
+        if rep.conflicts:
+            raise RuleError(f"saturation equated values of different shapes ({', '.join(sorted(rep.conflicts))}): "
+                            "a rule is unsound here; run `python -m satfuse rules check` to find it")
+        t1 = time.perf_counter()
+        data, root_classes, var_class = sess.serialize_program(enc, all_vars)
     view = EGraphView.from_json(data)
     timings["serialize"] = time.perf_counter() - t1
     t2 = time.perf_counter()
@@ -69,4 +81,4 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
         op = view.nodes[ex.choice[c]].op
         chosen[op] = chosen.get(op, 0) + 1
     return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sess if keep_session else None,
-                        {v.name: var_class[id(v)] for v in all_vars})
+                        {v.name: var_class[id(v)] for v in all_vars}, {v.name: enc.ref_of(v) for v in all_vars})

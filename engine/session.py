@@ -68,6 +68,7 @@ class PhaseReport:
     matches: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     nodes: int = 0
+    throttled: bool = False  # some steps ran under the back-off scheduler
 
 
 @dataclass
@@ -98,6 +99,29 @@ class SaturationReport:
         for p in self.phases:
             rows.append(f"{p.phase:<14} {p.iterations:>5} {str(p.stop):<22} {p.seconds * 1e3:>8.1f} {p.nodes:>8}")
         return "\n".join(rows)
+
+
+#: analysis iterations run ahead of every phase iteration (and per chunk when finishing the analysis)
+ANALYSIS_CHUNK = 4
+CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict")
+#: lang.egg's rules that fill them: a match in a run report means a conflict row
+CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict")
+#: commands that only add data or run rules: a session that ran nothing else can be rolled back
+_DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
+
+
+def _is_data_command(cmd: Any, text: str) -> bool:
+    if isinstance(cmd, bindings.ActionCommand):  # a `let` declares a global: a table
+        return isinstance(cmd.action, (bindings.Union, bindings.Set, bindings.Expr_))
+    if isinstance(cmd, _DATA_COMMANDS):
+        return True
+    # egglog-python parses `run-schedule` as its own (UserDefined) command; a scheduler in it
+    # declares tables
+    return isinstance(cmd, bindings.UserDefined) and text.startswith("(run-schedule") and "let-scheduler" not in text
+
+
+def _most_matches(it: Any) -> int:
+    return max((r.num_matches for rs in it.rule_set_report.rule_reports.values() for r in rs), default=0)
 
 
 _LOC = re.compile(r"^In (\d+):(\d+)-(\d+) of ([^:]+): (.*)$", re.S)
@@ -135,11 +159,20 @@ def describe_egglog_error(err: BaseException, sources: Sequence[Source], default
 
 
 class Session:
-    """One e-graph: the language, the rule packs, one program, and its saturation."""
+    """One e-graph: the language, the rule packs, one program, and its saturation.
+
+    ``Session(sources)`` loads the sources into a fresh e-graph (about 25 ms for the
+    built-in packs: egglog compiles every rule). :func:`pooled` hands out an already
+    loaded one instead and takes it back afterwards (see :class:`SessionPool`).
+    """
 
     def __init__(self, sources: Sequence[Source]) -> None:
         self.egraph = bindings.EGraph()
         self.sources = list(sources)
+        self._parsed: dict[str, list] = {}
+        #: False once a command that could change the e-graph's schema ran (a declaration, a
+        #: scheduler): such a session must not be rolled back and reused
+        self.reusable = True
         for src in self.sources:
             self.load(src)
 
@@ -162,36 +195,48 @@ class Session:
                     text = f"{src.path}:{line}: {'rule ' + repr(rule) + ': ' if rule else ''}{text.split(': ', 1)[-1]}"
                 raise RuleError(text) from None
 
+    def _parse(self, text: str) -> list:
+        cmds = self._parsed.get(text)
+        if cmds is None:
+            cmds = self.egraph.parse_program(text)
+            if not all(_is_data_command(c, text) for c in cmds):
+                self.reusable = False
+            elif len(self._parsed) < 256 and text.startswith(("(run-schedule", "(print-size")):
+                self._parsed[text] = cmds  # schedules repeat; the program's own commands do not
+        return cmds
+
     def run(self, commands: Sequence[str], what: str = "<program>") -> list:
         """Run generated commands, one per parse (egglog's parse is quadratic in text size)."""
         outs: list = []
         for c in commands:
             try:
-                outs.extend(self.egraph.run_program(*self.egraph.parse_program(c)))
+                outs.extend(self.egraph.run_program(*self._parse(c)))
             except BaseException as e:  # noqa: BLE001
+                self.reusable = False
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
                 raise RuleError(f"{what}: egglog rejected {c[:200]!r}: {str(e).splitlines()[0]}") from None
         return outs
 
     def sizes(self) -> dict[str, int]:
-        out = self.egraph.run_program(*self.egraph.parse_program("(print-size)"))
-        return dict(out[0].sizes)
+        return dict(self.run(["(print-size)"])[0].sizes)
 
     def size(self) -> int:
         return sum(self.sizes().values())
 
-    def conflicts(self) -> dict[str, int]:
+    def conflicts(self, sizes: dict[str, int] | None = None) -> dict[str, int]:
         """Rows of lang.egg's conflict relations: non-empty means some rule is unsound."""
-        return {k: v for k, v in self.sizes().items() if k in ("extent-conflict", "rank-conflict") and v}
+        sizes = self.sizes() if sizes is None else sizes
+        return {k: v for k, v in sizes.items() if k in CONFLICT_RELATIONS and v}
 
     def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport) -> bool:
         """Run the analysis rules to a fixpoint in chunks, checking the node budget in between;
         False (and a reported stop) if the budget was hit first."""
-        for _ in range(max(1, budget.analysis_iterations // 10)):
-            out = self.run([f"(run-schedule (repeat 10 (run {analysis})))"], "analysis")
+        chunk = f"(run-schedule (repeat {ANALYSIS_CHUNK} (run {analysis})))"
+        for _ in range(max(1, budget.analysis_iterations // ANALYSIS_CHUNK)):
+            out = self.run([chunk], "analysis")
             self._count(out, rep.analysis)
-            if not out[0].report.updated:
+            if not out[0].report.iterations[-1].rule_set_report.changed:
                 return True
             if self.size() > budget.nodes:
                 rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", budget.nodes), nodes=self.size()))
@@ -199,21 +244,33 @@ class Session:
         return True
 
     def saturate(self, phases: Sequence[str], budget: Budget | None = None, analysis: str = "analysis") -> SaturationReport:
-        """Run each phase (a ruleset) to saturation or to the budget, analysis rules in between."""
+        """Run each phase (a ruleset) to saturation or to the budget, analysis rules in between.
+
+        A step is a few analysis iterations then one iteration of the phase, as one egglog
+        command; a phase is saturated when a whole step changes nothing, so facts and
+        rewrites reach their joint fixpoint whatever the analysis chunk. Steps run rules
+        plainly (no scheduler: creating egglog's back-off scheduler costs about 2 ms per
+        ruleset and declares tables); once a rule of the phase matches more than
+        ``budget.match_limit`` times in a step, the phase's remaining steps run under the
+        back-off scheduler, which throttles such rules (associativity, commutativity).
+        """
         budget = budget or Budget()
         rep = SaturationReport()
         t_start = time.perf_counter()
-        step = (f"(run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
-                f":ban-length {budget.ban_length})) (seq (repeat {budget.analysis_iterations} (run {analysis})) "
-                f"(run-with bo {{phase}})))")
+        lead = f"(repeat {ANALYSIS_CHUNK} (run {analysis}))"
         if not self._analysis(analysis, budget, rep):
             phases = []  # the analysis alone hit the node budget: extract what we have
         for phase in phases:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
             stop = StopReason("iterations", budget.iterations)
+            plain = f"(run-schedule (seq {lead} (run {phase})))"
+            throttled = (f"(run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
+                         f":ban-length {budget.ban_length})) (seq {lead} (run-with bo {phase})))")
+            step = plain
+            nodes = 0
             for _ in range(budget.iterations):
-                out = self.run([step.format(phase=phase)], f"phase {phase}")
+                out = self.run([step], f"phase {phase}")
                 pr.iterations += 1
                 report = out[0].report
                 for k, v in report.num_matches_per_rule.items():
@@ -221,8 +278,19 @@ class Session:
                 if not report.updated:
                     stop = StopReason("saturated")
                     break
-                rep.conflicts = self.conflicts()
-                if rep.conflicts:
+                if step is plain and _most_matches(report.iterations[-1]) > budget.match_limit:
+                    step = throttled
+                    pr.throttled = True
+                conflict = any(report.num_matches_per_rule.get(r) for r in CONFLICT_RULES)
+                if not conflict and report.iterations[ANALYSIS_CHUNK - 1].rule_set_report.changed:
+                    # the lead chunk did not reach the analysis fixpoint: finish it before the next step
+                    before = dict(rep.analysis)
+                    if not self._analysis(analysis, budget, rep):
+                        stop = StopReason("nodes", budget.nodes)
+                        break
+                    conflict = any(rep.analysis.get(r, 0) > before.get(r, 0) for r in CONFLICT_RULES)
+                if conflict:
+                    rep.conflicts = self.conflicts()
                     stop = StopReason("conflict")
                     break
                 nodes = self.size()
@@ -234,7 +302,7 @@ class Session:
                     break
             pr.stop = stop
             pr.seconds = time.perf_counter() - t0
-            pr.nodes = self.size()
+            pr.nodes = nodes if stop.kind != "saturated" or pr.iterations > 1 else self.size()
             rep.phases.append(pr)
             if stop.kind in ("nodes", "time", "conflict"):
                 break
@@ -250,9 +318,18 @@ class Session:
             for k, v in getattr(getattr(o, "report", None), "num_matches_per_rule", {}).items():
                 into[k] = into.get(k, 0) + v
 
-    def serialize(self, lets: Sequence[str]) -> tuple[dict, list[str]]:
-        """The whole e-graph as egraph-serialize JSON, plus the class id of each let name."""
-        exprs = [bindings.Var(bindings.PanicSpan(), name) for name in lets]
+    def serialize_program(self, enc: Any, values: Sequence[Any]) -> tuple[dict, list[str], dict[int, str]]:
+        """Serialize after ``add``ing an encoded program: (JSON, class of each root, id(Var) -> class
+        for each of ``values``)."""
+        handles = [(c, lit, ("Ref", k)) for c, lit, k in enc.roots] + [("Ref", enc.ref_of(v)) for v in values]
+        data, classes = self.serialize(handles)
+        n = len(enc.roots)
+        return data, classes[:n], {id(v): c for v, c in zip(values, classes[n:])}
+
+    def serialize(self, handles: Sequence[tuple]) -> tuple[dict, list[str]]:
+        """The whole e-graph as egraph-serialize JSON, plus the class id of each handle term
+        (``("Ref", k)``, ``("Out", i, ("Ref", k))``, ...: see :func:`handle_expr`)."""
+        exprs = [handle_expr(h) for h in handles]
         try:
             ser = self.egraph.serialize(exprs)
         except BaseException as e:  # noqa: BLE001
@@ -261,6 +338,15 @@ class Session:
             raise RuleError(f"serialize failed: {str(e).splitlines()[0]}") from None
         data = json.loads(ser.to_json())
         return data, list(data["root_eclasses"])
+
+
+def handle_expr(term: tuple) -> Any:
+    """A ground term as an egglog expression: ``(ctor, arg, ...)`` with int/str literals."""
+    span = bindings.PanicSpan()
+    args = [handle_expr(a) if isinstance(a, tuple)
+            else bindings.Lit(span, bindings.Int(a) if isinstance(a, int) else bindings.String(a))
+            for a in term[1:]]
+    return bindings.Call(span, term[0], args)
 
 
 def _span_of(cmd: Any) -> int | None:

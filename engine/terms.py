@@ -1,7 +1,10 @@
 """Trace -> egglog terms (one small command per value, so parsing stays linear).
 
-Every Var becomes ``(let $name term)``; every tensor term is seeded with its shape and
-dtype so rule conditions can read them; outputs and write-backs become ``Root``s.
+The k-th Var is named by the handle ``(Ref k)`` (``(union (Ref k) term)``), not by an egglog
+``let``: a ``let`` declares a new global function (a table) per value, which costs time and
+makes the e-graph's schema depend on the program, so a session could not be reused.
+Every tensor term is seeded with its shape and dtype so rule conditions can read them;
+outputs and write-backs become ``Root``s.
 Opaque fallback nodes carry only their tensor operands into the e-graph: the rest of
 their call (op, literal args, output types) stays in a side table keyed by a string.
 """
@@ -41,9 +44,13 @@ class OpaqueCall:
 @dataclass
 class Encoding:
     commands: list[str]
-    var_let: dict[int, str]  # id(Var) -> let name
-    roots: list[str]  # root let names, outputs first then write-backs
+    ref: dict[int, int]  # id(Var) -> k of its handle (Ref k)
+    #: the program's roots, outputs first then write-backs: (constructor, literal, k) = (Out i (Ref k))
+    roots: list[tuple[str, int | str, int]]
     opaque: dict[str, OpaqueCall] = field(default_factory=dict)
+
+    def ref_of(self, v: Var) -> int:
+        return self.ref[id(v)]
 
 
 def fmt_float(f: float) -> str:
@@ -132,12 +139,12 @@ class Encoder:
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.cmds: list[str] = []
-        self.let: dict[int, str] = {}
+        self.ref: dict[int, int] = {}
         self.opaque: dict[str, OpaqueCall] = {}
 
     def operand(self, a: Any) -> str:
         if isinstance(a, Var):
-            return self.let[id(a)]
+            return f"(Ref {self.ref[id(a)]})"
         if isinstance(a, bool):
             return f"(CBool {'true' if a else 'false'})"
         if isinstance(a, int):
@@ -171,9 +178,9 @@ class Encoder:
         raise IRError(f"unknown argument kind {kind}")
 
     def define(self, v: Var, term: str) -> None:
-        name = f"${v.name}"
-        self.let[id(v)] = name
-        self.cmds.append(f"(let {name} {term})")
+        k = self.ref[id(v)] = len(self.ref)
+        name = f"(Ref {k})"
+        self.cmds.append(f"(union {name} {term})")
         if isinstance(v.type, TensorType):
             self.cmds.append(f"(union (shape {name}) {dl_term(v.type.shape)})")
             self.cmds.append(f"(set (dtype {name}) {egg_string(v.type.dtype)})")
@@ -206,17 +213,15 @@ class Encoder:
             spec = OPS[n.op]
             parts = [self.arg(kind, a) for kind, a in zip(spec.sig, n.args)]
             self.define(n.out, f"({spec.egg} {' '.join(parts)})")
-        roots: list[str] = []
+        roots: list[tuple[str, int | str, int]] = []
         for i, o in enumerate(tr.outputs):
             if isinstance(o, Var):
-                r = f"$__out{i}"
-                self.cmds.append(f"(let {r} (Out {i} {self.let[id(o)]}))")
-                roots.append(r)
+                roots.append(("Out", i, self.ref[id(o)]))
         for buf, val in tr.writebacks:
-            r = f"$__wb_{buf.name}"
-            self.cmds.append(f"(let {r} (WriteBack {egg_string(buf.name)} {self.let[id(val)]}))")
-            roots.append(r)
-        return Encoding(self.cmds, self.let, roots, self.opaque)
+            roots.append(("WriteBack", buf.name, self.ref[id(val)]))
+        for ctor, lit, k in roots:
+            self.cmds.append(f"({ctor} {lit if isinstance(lit, int) else egg_string(lit)} (Ref {k}))")
+        return Encoding(self.cmds, self.ref, roots, self.opaque)
 
 
 def encode(trace: Trace) -> Encoding:

@@ -425,14 +425,11 @@ def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str],
         run.stop = rep.hit_limit
         run.nodes = rep.nodes
         all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
-        lets = list(enc.roots) + [enc.var_let[id(v)] for v in all_vars]
-        data, classes = sess.serialize(lets)
+        data, run.roots, run.var_class = sess.serialize_program(enc, all_vars)
         run.conflicts = _conflicts(sess)
     except RuleError as e:
         run.error = str(e)
         return run
-    run.roots = classes[: len(enc.roots)]
-    run.var_class = {id(v): c for v, c in zip(all_vars, classes[len(enc.roots):])}
     run.enc = enc
     view = EGraphView.from_json(data)
     run.view = view
