@@ -10,13 +10,13 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from satfuse.engine.capture import capture
 from satfuse.engine.optimize import optimize_trace
 from satfuse.engine.pool import POOL, PooledSession
 from satfuse.engine.printer import print_trace
 from satfuse.engine.session import RuleError
 from satfuse.rewrites.packs import builtin_catalogue
+
 from tests.corpus import CASES
 
 
