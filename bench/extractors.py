@@ -30,7 +30,6 @@ from satfuse.engine.costs import CostModel  # noqa: E402
 from satfuse.engine.egraph import EGraphView  # noqa: E402
 from satfuse.engine.extract import EXTRACTORS, class_infos, extract, node_costs  # noqa: E402
 from satfuse.engine.session import Session  # noqa: E402
-from satfuse.engine.terms import encode  # noqa: E402
 from satfuse.rewrites import load_catalogue  # noqa: E402
 
 from bench.programs import SMALL, Program  # noqa: E402
@@ -40,9 +39,8 @@ def egraph_of(prog: Program, target: str, cat) -> tuple[dict, EGraphView, list[s
     """Capture, saturate and serialize one program: (json, view, root classes, node costs)."""
     cap = capture(prog.fn, *prog.inputs("meta"))
     trace, hints = cap.trace, cap.symbol_hints
-    enc = encode(trace)
     sess = Session(cat.sources)
-    sess.run(enc.commands, "trace")
+    enc = sess.add_trace(trace)
     sess.saturate(cat.phases)
     data, roots, input_class = sess.serialize_program(enc, trace.inputs)
     view = EGraphView.from_json(data)

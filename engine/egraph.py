@@ -12,8 +12,8 @@ from typing import Any
 import sympy
 
 ANALYSIS_OPS = frozenset({"shape", "ext", "rank", "dtype", "is-float", "shape-walk", "bcast", "bdim"})
-#: handles (lang.egg's ``Ref``): names for classes, not program terms
-HANDLE_OPS = frozenset({"Ref"})
+#: handles (lang.egg's ``Ref``, engine/loader.py's): names for classes, not program terms
+HANDLE_OPS = frozenset({"Ref", "DRef", "DLRef", "ILRef", "TLRef"})
 
 
 @dataclass
@@ -50,7 +50,7 @@ class EGraphView:
                 elif op == "dtype":
                     dtype_class[kids[0]] = n["eclass"]
                 continue
-            if n.get("subsumed") or op in HANDLE_OPS:
+            if n.get("subsumed") or op in HANDLE_OPS or op.startswith("load-"):
                 continue
             nodes[nid] = ENode(nid, op, kids, n["eclass"])
             classes.setdefault(n["eclass"], []).append(nid)

@@ -15,7 +15,6 @@ from .extract import Extraction, class_infos, extract, node_costs
 from .ir import Trace
 from .pool import POOL
 from .session import Budget, RuleError, SaturationReport, Session, Source
-from .terms import encode
 
 
 @dataclass
@@ -46,13 +45,12 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     cheapest equivalent program for ``target`` ('nvfuser' or 'eager')."""
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    enc = encode(trace)
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
     t_load = time.perf_counter()
     with (nullcontext(Session(sources)) if keep_session else POOL.session(sources)) as sess:
         t_add = time.perf_counter()
         timings["load"] = t_add - t_load  # ~0 when a loaded session was pooled
-        sess.run(enc.commands, "trace")
+        enc = sess.add_trace(trace)
         timings["encode"] = (t_load - t0) + (time.perf_counter() - t_add)
         rep = sess.saturate(list(phases), budget)
         timings["saturate"] = rep.seconds

@@ -11,9 +11,13 @@ behind that a later program's rules read: a wrong plan (corpus program ``split3_
 after ``split_cat`` and ``split_whole``). So the encoder names values with ``(Ref k)``
 handles instead of ``let``s, saturation runs rules without a scheduler unless a rule
 needs throttling, and a session returns to the pool only if it ran nothing but data
-commands (``Session.reusable``) and its table sizes after the pop are the base's.
-``tests/test_pool.py`` checks pooled plans against fresh ones over the corpus in
-shuffled orders.
+commands (``Session.reusable``). ``tests/test_pool.py`` checks pooled plans against
+fresh ones over the corpus in shuffled orders.
+
+An egglog e-graph is bound to the thread that made it: using it from another thread
+panics, and dropping it there leaks it with a warning. A pool kept per thread would be
+dropped by whichever thread collects it, so only the main thread pools; other threads
+get fresh sessions.
 """
 
 from __future__ import annotations
@@ -42,25 +46,24 @@ class PooledSession(Session):
             self.run([f"(run-schedule (run {name}))"], f"warm {name}")
         self.egraph.run_program(*self.egraph.parse_program("(push)"))
         self.base_sizes = self.sizes()
+        self._pop_push = self.egraph.parse_program("(pop) (push)")
 
     def rollback(self) -> bool:
-        """Back to the base; False if this session cannot be trusted to be the base again."""
+        """Back to the base (``pop``, then ``push`` it again); False if this session cannot be
+        trusted to be the base again."""
         if not self.reusable:
             return False
-        self.egraph.run_program(*self.egraph.parse_program("(pop)"))
-        if self.sizes() != self.base_sizes:
-            return False
-        self.egraph.run_program(*self.egraph.parse_program("(push)"))
+        self.egraph.run_program(*self._pop_push)
         return True
 
 
 class SessionPool:
-    """Free loaded sessions per source set (by path and text), at most ``capacity`` sets."""
+    """Free loaded sessions of the main thread per source set (by path and text), at most
+    ``capacity`` source sets."""
 
     def __init__(self, capacity: int = 4) -> None:
         self.capacity = capacity
-        self._free: OrderedDict[tuple, list[PooledSession]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._pool: OrderedDict[tuple, list[PooledSession]] = OrderedDict()
         self.enabled = os.environ.get("SATFUSE_SESSION_POOL", "1") != "0"
         self.loads = 0  # sessions built from scratch (for tests and explain)
 
@@ -68,13 +71,13 @@ class SessionPool:
     def session(self, sources: Sequence[Source]) -> Iterator[Session]:
         """A session with ``sources`` loaded and nothing else, exclusively the caller's for the
         ``with`` block; returned to the pool afterwards if it can be rolled back."""
-        if not self.enabled:
+        if not self.enabled or threading.current_thread() is not threading.main_thread():
             yield Session(sources)
             return
         key = tuple((s.path, s.text) for s in sources)
-        with self._lock:
-            free = self._free.get(key)
-            sess = free.pop() if free else None
+        pool = self._pool
+        free = pool.get(key)
+        sess = free.pop() if free else None
         if sess is None:
             sess = PooledSession(sources)
             self.loads += 1
@@ -84,15 +87,14 @@ class SessionPool:
             ok = True
         finally:
             if ok and sess.rollback():
-                with self._lock:
-                    self._free.setdefault(key, []).append(sess)
-                    self._free.move_to_end(key)
-                    while len(self._free) > self.capacity:
-                        self._free.popitem(last=False)
+                pool.setdefault(key, []).append(sess)
+                pool.move_to_end(key)
+                while len(pool) > self.capacity:
+                    pool.popitem(last=False)
 
     def clear(self) -> None:
-        with self._lock:
-            self._free.clear()
+        """Drop the free sessions (from the main thread, which made them)."""
+        self._pool.clear()
 
 
 POOL = SessionPool()

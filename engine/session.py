@@ -12,13 +12,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 os.environ.setdefault("RUST_BACKTRACE", "0")
 
 from egglog import bindings  # noqa: E402
+
+from .loader import LOADER_PATH, loader_program, tables, tsv  # noqa: E402
+from .terms import encode  # noqa: E402
 
 
 class RuleError(ValueError):
@@ -101,8 +107,8 @@ class SaturationReport:
         return "\n".join(rows)
 
 
-#: analysis iterations run ahead of every phase iteration (and per chunk when finishing the analysis)
-ANALYSIS_CHUNK = 4
+#: analysis iterations per chunk (egglog stops a chunk early at the fixpoint): ahead of every phase iteration, and between node checks
+ANALYSIS_CHUNK = 10
 CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict")
 #: lang.egg's rules that fill them: a match in a run report means a conflict row
 CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict")
@@ -111,6 +117,8 @@ _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
 
 
 def _is_data_command(cmd: Any, text: str) -> bool:
+    if isinstance(cmd, bindings.Input):  # rows into an existing table
+        return True
     if isinstance(cmd, bindings.ActionCommand):  # a `let` declares a global: a table
         return isinstance(cmd.action, (bindings.Union, bindings.Set, bindings.Expr_))
     if isinstance(cmd, _DATA_COMMANDS):
@@ -175,6 +183,34 @@ class Session:
         self.reusable = True
         for src in self.sources:
             self.load(src)
+        self._tmp: str | None = None
+        if any("(constructor Ref " in src.text for src in self.sources):  # lang.egg is loaded
+            self.load(Source(LOADER_PATH, loader_program()))
+
+    def add_trace(self, trace: Any) -> Any:
+        """Add a program to the e-graph: returns its Encoding (handles of its values and roots).
+
+        Bulk path (engine/loader.py): rows written as tab-separated files, read by ``input``,
+        expanded by one iteration of the ``load`` rules; command path (one egglog command
+        per value, engine/terms.py) when a string cannot be written that way."""
+        enc = tables(trace)
+        if enc is None:
+            enc = encode(trace)
+            self.run(enc.commands, "trace")
+            return enc
+        if self._tmp is None:
+            # a RAM-backed directory where there is one: file creation there costs ~13 µs, ~90 on disk
+            shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+            self._tmp = tempfile.mkdtemp(prefix="satfuse-load-", dir=shm)
+            weakref.finalize(self, shutil.rmtree, self._tmp, True)
+        cmds = []
+        for name, rows in enc.tables.rows.items():
+            path = os.path.join(self._tmp, name + ".tsv")
+            with open(path, "w") as f:
+                f.write(tsv(rows))
+            cmds.append(f'(input {name} "{path}")')
+        self.run([*cmds, "(run load 1)"], "trace")
+        return enc
 
     def load(self, src: Source) -> None:
         try:
@@ -201,7 +237,7 @@ class Session:
             cmds = self.egraph.parse_program(text)
             if not all(_is_data_command(c, text) for c in cmds):
                 self.reusable = False
-            elif len(self._parsed) < 256 and text.startswith(("(run-schedule", "(print-size")):
+            elif len(self._parsed) < 512 and text.startswith(("(run", "(print-size", "(input")):
                 self._parsed[text] = cmds  # schedules repeat; the program's own commands do not
         return cmds
 
@@ -232,7 +268,7 @@ class Session:
     def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport) -> bool:
         """Run the analysis rules to a fixpoint in chunks, checking the node budget in between;
         False (and a reported stop) if the budget was hit first."""
-        chunk = f"(run-schedule (repeat {ANALYSIS_CHUNK} (run {analysis})))"
+        chunk = f"(run {analysis} {ANALYSIS_CHUNK})"
         for _ in range(max(1, budget.analysis_iterations // ANALYSIS_CHUNK)):
             out = self.run([chunk], "analysis")
             self._count(out, rep.analysis)
@@ -246,43 +282,46 @@ class Session:
     def saturate(self, phases: Sequence[str], budget: Budget | None = None, analysis: str = "analysis") -> SaturationReport:
         """Run each phase (a ruleset) to saturation or to the budget, analysis rules in between.
 
-        A step is a few analysis iterations then one iteration of the phase, as one egglog
-        command; a phase is saturated when a whole step changes nothing, so facts and
-        rewrites reach their joint fixpoint whatever the analysis chunk. Steps run rules
-        plainly (no scheduler: creating egglog's back-off scheduler costs about 2 ms per
-        ruleset and declares tables); once a rule of the phase matches more than
-        ``budget.match_limit`` times in a step, the phase's remaining steps run under the
-        back-off scheduler, which throttles such rules (associativity, commutativity).
+        A step runs the analysis rules to their fixpoint (up to ``ANALYSIS_CHUNK`` iterations,
+        then in further chunks with node checks) and then one iteration of the phase; a phase
+        is saturated when a whole step changes nothing. Rules run with egglog's core ``run``,
+        which stops as soon as an iteration changes nothing (``run-schedule`` with ``repeat``
+        does not, and egglog-python's schedule command costs about 5x more per iteration),
+        and with no scheduler: creating egglog's back-off scheduler costs about 2 ms per
+        ruleset and declares tables. Once a rule of the phase matches more than
+        ``budget.match_limit`` times in one iteration, the phase's remaining steps run under
+        the back-off scheduler, which throttles such rules (associativity, commutativity).
         """
         budget = budget or Budget()
         rep = SaturationReport()
         t_start = time.perf_counter()
-        lead = f"(repeat {ANALYSIS_CHUNK} (run {analysis}))"
+        lead = f"(run {analysis} {ANALYSIS_CHUNK})"
         if not self._analysis(analysis, budget, rep):
             phases = []  # the analysis alone hit the node budget: extract what we have
         for phase in phases:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
             stop = StopReason("iterations", budget.iterations)
-            plain = f"(run-schedule (seq {lead} (run {phase})))"
-            throttled = (f"(run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
-                         f":ban-length {budget.ban_length})) (seq {lead} (run-with bo {phase})))")
+            plain = f"{lead} (run {phase} 1)"
+            throttled = (f"{lead} (run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
+                         f":ban-length {budget.ban_length})) (run-with bo {phase}))")
             step = plain
             nodes = 0
             for _ in range(budget.iterations):
-                out = self.run([step], f"phase {phase}")
+                lead_out, step_out = self.run([step], f"phase {phase}")
                 pr.iterations += 1
-                report = out[0].report
+                report = step_out.report
                 for k, v in report.num_matches_per_rule.items():
                     pr.matches[k] = pr.matches.get(k, 0) + v
-                if not report.updated:
+                self._count([lead_out], rep.analysis)
+                if not report.updated and not lead_out.report.updated:
                     stop = StopReason("saturated")
                     break
                 if step is plain and _most_matches(report.iterations[-1]) > budget.match_limit:
                     step = throttled
                     pr.throttled = True
-                conflict = any(report.num_matches_per_rule.get(r) for r in CONFLICT_RULES)
-                if not conflict and report.iterations[ANALYSIS_CHUNK - 1].rule_set_report.changed:
+                conflict = any(lead_out.report.num_matches_per_rule.get(r) for r in CONFLICT_RULES)
+                if not conflict and lead_out.report.iterations[-1].rule_set_report.changed:
                     # the lead chunk did not reach the analysis fixpoint: finish it before the next step
                     before = dict(rep.analysis)
                     if not self._analysis(analysis, budget, rep):

@@ -48,6 +48,8 @@ class Encoding:
     #: the program's roots, outputs first then write-backs: (constructor, literal, k) = (Out i (Ref k))
     roots: list[tuple[str, int | str, int]]
     opaque: dict[str, OpaqueCall] = field(default_factory=dict)
+    #: the same program as load-relation rows (engine/loader.py), when it is encoded that way
+    tables: Any = None
 
     def ref_of(self, v: Var) -> int:
         return self.ref[id(v)]

@@ -168,19 +168,13 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
         if op == "cast":
             return TensorType(args[1], operand_shape(args[0]), dev)
         shape = broadcast_shapes(*(operand_shape(a) for a in args))
-        fn = torch.where if op == "where" else (UNARY.get(op) or BINARY[op])
-        metas = [meta_stand_in(a) for a in args]
-        if all(not isinstance(m, torch.Tensor) for m in metas):
-            metas[0] = torch.tensor(metas[0], device="meta")
-        return TensorType(dtype_name(fn(*metas).dtype), shape, dev)
+        return TensorType(_result_dtype(op, args), shape, dev)
     if spec.kind == "reduction":
         x, dims, keepdim = args
         t = x.type
         dims = tuple(d % max(t.rank, 1) for d in dims)
         shape = tuple(1 if i in dims else e for i, e in enumerate(t.shape) if keepdim or i not in dims)
-        m = meta_stand_in(x)
-        dt = {"sum": torch.sum, "prod": torch.prod}.get(op)
-        dtype = dtype_name(dt(m).dtype) if dt else t.dtype
+        dtype = _result_dtype(op, (x,)) if op in ("sum", "prod") else t.dtype
         return TensorType(dtype, shape, t.device)
     if op == "broadcast_in_dim":
         return args[0].type.with_(shape=args[1])
@@ -241,6 +235,44 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
     if op in ("index_copy", "scatter", "copy_"):
         return args[0].type
     raise IRError(f"infer: no rule for {op}")
+
+
+_DTYPE_CACHE: dict[tuple, str] = {}
+
+
+def _promotion_key(a: Any) -> Any:
+    """What torch's type promotion sees of an operand: dtype and 0-d-ness of a tensor, the
+    kind of a scalar (a literal's value is kept: cheap, and never wrong)."""
+    if isinstance(a, Var):
+        return (a.type.dtype, a.type.rank == 0) if isinstance(a.type, TensorType) else a.type.kind
+    if isinstance(a, sympy.Expr):
+        return "symint"
+    return (type(a).__name__, a)
+
+
+def _result_dtype(op: str, args: tuple) -> str:
+    """Result dtype of an elementwise op or sum/prod, by running torch's meta kernel on
+    stand-ins (torch's own promotion rules), memoized on what promotion depends on."""
+    key = (op, *(_promotion_key(a) for a in args))
+    try:
+        return _DTYPE_CACHE[key]
+    except (KeyError, TypeError):  # TypeError: an unhashable literal; compute without caching
+        pass
+    metas = [meta_stand_in(a) for a in args]
+    if op in ("sum", "prod"):
+        out = (torch.sum if op == "sum" else torch.prod)(metas[0])
+    else:
+        fn = torch.where if op == "where" else (UNARY.get(op) or BINARY[op])
+        if all(not isinstance(m, torch.Tensor) for m in metas):
+            metas[0] = torch.tensor(metas[0], device="meta")
+        out = fn(*metas)
+    name = dtype_name(out.dtype)
+    try:
+        if len(_DTYPE_CACHE) < 4096:
+            _DTYPE_CACHE[key] = name
+    except TypeError:
+        pass
+    return name
 
 
 def _device(args: tuple) -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from satfuse.engine.ir import TensorType, Trace, Var
+from satfuse.engine.ir import Node, TensorType, Trace, Var
 from satfuse.engine.vocab import BINARY, UNARY
 
 from .emit import _same
@@ -84,16 +84,18 @@ def may_alias(trace: Trace, steps: list[Step]) -> dict[int, frozenset[int]]:
     return may_alias_nodes(trace, nodes)
 
 
-def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]]) -> str | None:
+def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]],
+                    reads: list[tuple[Node, list[Var]]]) -> str | None:
     """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape
-    and the segment reads that value only through ``buf`` itself (a view maps elements elsewhere)."""
+    and the segment reads that value only through ``buf`` itself (a view maps elements elsewhere).
+    ``reads``: each node of ``seg`` with its :func:`data_inputs` (computed once per segment)."""
     for v in seg.inputs:
         if v is not buf and id(buf) in al.get(id(v), ()):
             return f"{seg.name} also reads {v.name}, which may share {buf.name}'s storage"
     dep = {id(buf)}
     shape = buf.type.shape
-    for n in seg.nodes:
-        hit = [v for v in data_inputs(n) if id(v) in dep]
+    for n, ins in reads:
+        hit = [v for v in ins if id(v) in dep]
         if not hit:
             continue
         o = n.outs[0]
@@ -152,6 +154,7 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
                 out.append(clone_pos.get(id(v), float(len(steps))))
         return out
 
+    seg_reads: dict[int, list[tuple[Node, list[Var]]]] = {}
     for b, v in wbs:
         reads = readers_of(b)
         last = max(reads, default=-1.0)
@@ -169,7 +172,9 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
         elif any(b2 is b for b2, _ in steps[p].aliases):
             why = "already aliased"
         else:
-            why = _pointwise_cone(steps[p], b, al) if float(p) in reads else None
+            if float(p) in reads and p not in seg_reads:
+                seg_reads[p] = [(n, data_inputs(n)) for n in steps[p].nodes]
+            why = _pointwise_cone(steps[p], b, al, seg_reads[p]) if float(p) in reads else None
         if why is None:
             seg = steps[p]
             assert isinstance(seg, Segment)

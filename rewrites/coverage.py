@@ -48,7 +48,6 @@ from satfuse.engine.extract import ExtractionError, check, class_infos, greedy_d
 from satfuse.engine.interp import run_trace
 from satfuse.engine.ir import IRError, ScalarType, TensorType, Trace
 from satfuse.engine.session import Budget, RuleError, Session, Source
-from satfuse.engine.terms import encode
 from satfuse.engine.vocab import OPS, is_opaque
 
 from .packs import Catalogue, RuleInfo
@@ -417,9 +416,8 @@ def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str],
     trace = run.trace
     t0 = time.perf_counter()
     try:
-        enc = encode(trace)
         sess = Session(sources)
-        sess.run(enc.commands, prog.name)
+        enc = sess.add_trace(trace)
         rep = sess.saturate(list(phases), budget)
         run.matches = {k: v for k, v in rep.matches.items() if v}
         run.stop = rep.hit_limit

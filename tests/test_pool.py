@@ -81,3 +81,26 @@ def test_throttled_saturation_is_not_reused():
     sess.run(['(union (Ref 0) (Input "x"))'])
     sess.run(["(run-schedule (let-scheduler bo (back-off :match-limit 10 :ban-length 2)) (run-with bo algebra))"])
     assert not sess.rollback()
+
+
+def test_other_threads_get_fresh_sessions():
+    """egglog e-graphs panic when used from another thread than their creator's, and warn
+    when dropped on another: only the main thread pools."""
+    import threading
+
+    cat = builtin_catalogue()
+    with POOL.session(cat.sources) as s:
+        mine = s
+    got: list = []
+
+    def other() -> None:
+        with POOL.session(cat.sources) as s:
+            s.run(['(union (Ref 0) (Input "t"))', "(run-schedule (run analysis))"])
+            got.append((id(s), type(s)))  # not the session: it must die on its own thread
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert got and got[0][0] != id(mine) and got[0][1] is not PooledSession
+    with POOL.session(cat.sources) as s:
+        assert s is mine
