@@ -42,7 +42,7 @@ def egraph_of(prog: Program, target: str, cat) -> tuple[dict, EGraphView, list[s
     sess = Session(cat.sources)
     enc = sess.add_trace(trace)
     sess.saturate(cat.phases)
-    data, roots, input_class = sess.serialize_program(enc, trace.inputs)
+    data, roots, input_class = sess.serialize_program(enc, trace.inputs).parse()
     view = EGraphView.from_json(data)
     infos = class_infos(view, hints, set(input_class.values()))
     cost = node_costs(view, CostModel(target, hints), infos)

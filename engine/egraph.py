@@ -11,7 +11,7 @@ from typing import Any
 
 import sympy
 
-ANALYSIS_OPS = frozenset({"shape", "ext", "rank", "dtype", "is-float", "shape-walk", "bcast", "bdim"})
+ANALYSIS_OPS = frozenset({"shape", "ext", "rank", "dtype", "is-float", "dl-len", "dl-at", "bcast", "bdim"})
 #: handles (lang.egg's ``Ref``, engine/loader.py's): names for classes, not program terms
 HANDLE_OPS = frozenset({"Ref", "DRef", "DLRef", "ILRef", "TLRef"})
 

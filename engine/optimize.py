@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -44,23 +43,34 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     """Saturate ``trace`` with the rules in ``sources`` (phase by phase) and extract the
     cheapest equivalent program for ``target`` ('nvfuser' or 'eager')."""
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
     t_load = time.perf_counter()
-    with (nullcontext(Session(sources)) if keep_session else POOL.session(sources)) as sess:
+
+    def saturate(sess: Session) -> tuple:
         t_add = time.perf_counter()
-        timings["load"] = t_add - t_load  # ~0 when a loaded session was pooled
         enc = sess.add_trace(trace)
-        timings["encode"] = (t_load - t0) + (time.perf_counter() - t_add)
+        t_sat = time.perf_counter()
         rep = sess.saturate(list(phases), budget)
-        timings["saturate"] = rep.seconds
         if rep.conflicts:
             raise RuleError(f"saturation equated values of different shapes ({', '.join(sorted(rep.conflicts))}): "
                             "a rule is unsound here; run `python -m satfuse rules check` to find it")
-        t1 = time.perf_counter()
-        data, root_classes, var_class = sess.serialize_program(enc, all_vars)
+        t_ser = time.perf_counter()
+        ser = sess.serialize_program(enc, all_vars)
+        return enc, rep, ser, (t_add, t_sat, t_ser, time.perf_counter())
+
+    if keep_session:
+        sess = Session(sources)
+        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = saturate(sess)
+    else:  # on the pool's egglog thread; the session is rolled back there while we go on
+        sess = None
+        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = POOL.run(sources, saturate)
+    timings["load"] = t_add - t_load  # ~0 when a loaded session was pooled
+    timings["encode"] = t_sat - t_add
+    timings["saturate"] = rep.seconds
+    t1 = time.perf_counter()
+    data, root_classes, var_class = ser.parse()
     view = EGraphView.from_json(data)
-    timings["serialize"] = time.perf_counter() - t1
+    timings["serialize"] = (t_end - t_ser) + (time.perf_counter() - t1)
     t2 = time.perf_counter()
     input_classes = {var_class[id(v)] for v in trace.inputs}
     infos = class_infos(view, hints or {}, input_classes)
@@ -78,5 +88,5 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     for c in reachable(view, root_classes, ex.choice):
         op = view.nodes[ex.choice[c]].op
         chosen[op] = chosen.get(op, 0) + 1
-    return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sess if keep_session else None,
+    return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sess,
                         {v.name: var_class[id(v)] for v in all_vars}, {v.name: enc.ref_of(v) for v in all_vars})

@@ -107,6 +107,7 @@ class SaturationReport:
         return "\n".join(rows)
 
 
+_RULESET = re.compile(r"^\(ruleset\s+([^\s()]+)\s*\)", re.M)
 #: analysis iterations per chunk (egglog stops a chunk early at the fixpoint): ahead of every phase iteration, and between node checks
 ANALYSIS_CHUNK = 10
 CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict")
@@ -186,6 +187,7 @@ class Session:
         self._tmp: str | None = None
         if any("(constructor Ref " in src.text for src in self.sources):  # lang.egg is loaded
             self.load(Source(LOADER_PATH, loader_program()))
+        self.rulesets = [m for src in self.sources for m in _RULESET.findall(src.text)]
 
     def add_trace(self, trace: Any) -> Any:
         """Add a program to the e-graph: returns its Encoding (handles of its values and roots).
@@ -357,26 +359,41 @@ class Session:
             for k, v in getattr(getattr(o, "report", None), "num_matches_per_rule", {}).items():
                 into[k] = into.get(k, 0) + v
 
-    def serialize_program(self, enc: Any, values: Sequence[Any]) -> tuple[dict, list[str], dict[int, str]]:
-        """Serialize after ``add``ing an encoded program: (JSON, class of each root, id(Var) -> class
-        for each of ``values``)."""
+    def serialize_program(self, enc: Any, values: Sequence[Any]) -> "SerializedProgram":
+        """Serialize after adding a program (:meth:`add_trace`): the JSON text, unparsed (a
+        pooled session is rolled back while the caller parses it), with what is needed to
+        find the class of each root and of each of ``values``."""
         handles = [(c, lit, ("Ref", k)) for c, lit, k in enc.roots] + [("Ref", enc.ref_of(v)) for v in values]
-        data, classes = self.serialize(handles)
-        n = len(enc.roots)
-        return data, classes[:n], {id(v): c for v, c in zip(values, classes[n:])}
+        return SerializedProgram(self.serialize_text(handles), len(enc.roots), list(values))
 
     def serialize(self, handles: Sequence[tuple]) -> tuple[dict, list[str]]:
         """The whole e-graph as egraph-serialize JSON, plus the class id of each handle term
         (``("Ref", k)``, ``("Out", i, ("Ref", k))``, ...: see :func:`handle_expr`)."""
+        data = json.loads(self.serialize_text(handles))
+        return data, list(data["root_eclasses"])
+
+    def serialize_text(self, handles: Sequence[tuple]) -> str:
         exprs = [handle_expr(h) for h in handles]
         try:
-            ser = self.egraph.serialize(exprs)
+            return self.egraph.serialize(exprs).to_json()
         except BaseException as e:  # noqa: BLE001
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
             raise RuleError(f"serialize failed: {str(e).splitlines()[0]}") from None
-        data = json.loads(ser.to_json())
-        return data, list(data["root_eclasses"])
+
+
+@dataclass
+class SerializedProgram:
+    text: str
+    n_roots: int
+    values: list
+
+    def parse(self) -> tuple[dict, list[str], dict[int, str]]:
+        """(JSON data, class of each root, id(Var) -> class for each of ``values``)."""
+        data = json.loads(self.text)
+        classes = list(data["root_eclasses"])
+        n = self.n_roots
+        return data, classes[:n], {id(v): c for v, c in zip(self.values, classes[n:])}
 
 
 def handle_expr(term: tuple) -> Any:

@@ -423,7 +423,7 @@ def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str],
         run.stop = rep.hit_limit
         run.nodes = rep.nodes
         all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
-        data, run.roots, run.var_class = sess.serialize_program(enc, all_vars)
+        data, run.roots, run.var_class = sess.serialize_program(enc, all_vars).parse()
         run.conflicts = _conflicts(sess)
     except RuleError as e:
         run.error = str(e)

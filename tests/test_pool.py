@@ -8,11 +8,12 @@ through one pooled session in several orders and compares every plan with a fres
 from __future__ import annotations
 
 import random
+import threading
 
 import pytest
 from satfuse.engine.capture import capture
 from satfuse.engine.optimize import optimize_trace
-from satfuse.engine.pool import POOL, PooledSession
+from satfuse.engine.pool import POOL
 from satfuse.engine.printer import print_trace
 from satfuse.engine.session import RuleError
 from satfuse.rewrites.packs import builtin_catalogue
@@ -50,57 +51,54 @@ def test_pooled_plans_equal_fresh_plans_in_any_order(traces):
 def test_a_session_that_declared_something_is_not_reused():
     cat = builtin_catalogue()
     POOL.clear()
-    with POOL.session(cat.sources) as s:
-        first = s
-        s.run(['(let $extra (Input "z"))'])  # a global: a new table
-    assert not first.reusable
-    with POOL.session(cat.sources) as s:
-        assert s is not first
-        s.run(['(union (Ref 0) (Input "z"))'])
-        second = s
-    with POOL.session(cat.sources) as s:
-        assert s is second  # data-only: rolled back and handed out again
-        assert s.sizes() == s.base_sizes
+    loads = POOL.loads
+    assert POOL.run(cat.sources, lambda s: (s.run(['(let $extra (Input "z"))']), s.reusable)[1]) is False
+    POOL.run(cat.sources, lambda s: s.run(['(union (Ref 0) (Input "z"))']))  # a new session: the first was dropped
+    assert POOL.loads == loads + 2
+    assert POOL.run(cat.sources, lambda s: s.sizes() == s.base_sizes)  # data-only: rolled back, handed out again
+    assert POOL.loads == loads + 2
 
 
-def test_a_session_whose_block_failed_is_dropped():
+def test_a_session_whose_job_failed_is_dropped():
     cat = builtin_catalogue()
     POOL.clear()
+    seen = []
+
+    def bad(s):
+        seen.append(id(s))
+        s.run(["(union (Ref 0) (NoSuchOp))"])
+
+    loads = POOL.loads
     with pytest.raises(RuleError):
-        with POOL.session(cat.sources) as s:
-            failed = s
-            s.run(["(union (Ref 0) (NoSuchOp))"])
-    with POOL.session(cat.sources) as s:
-        assert s is not failed
+        POOL.run(cat.sources, bad)
+    POOL.run(cat.sources, id)
+    assert POOL.loads == loads + 2
 
 
 def test_throttled_saturation_is_not_reused():
     """A phase that needed the back-off scheduler declared its tables: drop the session."""
     cat = builtin_catalogue()
-    sess = PooledSession(cat.sources)
-    sess.run(['(union (Ref 0) (Input "x"))'])
-    sess.run(["(run-schedule (let-scheduler bo (back-off :match-limit 10 :ban-length 2)) (run-with bo algebra))"])
-    assert not sess.rollback()
+
+    def job(sess):
+        sess.run(['(union (Ref 0) (Input "x"))'])
+        sess.run(["(run-schedule (let-scheduler bo (back-off :match-limit 10 :ban-length 2)) (run-with bo algebra))"])
+        return sess.reusable
+
+    assert POOL.run(cat.sources, job) is False
 
 
-def test_other_threads_get_fresh_sessions():
-    """egglog e-graphs panic when used from another thread than their creator's, and warn
-    when dropped on another: only the main thread pools."""
-    import threading
-
+def test_callers_on_any_thread_share_the_worker():
+    """egglog e-graphs panic when used from another thread than their creator's: every pooled
+    session lives on the pool's worker thread, whoever calls."""
     cat = builtin_catalogue()
-    with POOL.session(cat.sources) as s:
-        mine = s
+    POOL.clear()
+    mine = POOL.run(cat.sources, lambda s: (id(s), threading.current_thread().name))
     got: list = []
 
     def other() -> None:
-        with POOL.session(cat.sources) as s:
-            s.run(['(union (Ref 0) (Input "t"))', "(run-schedule (run analysis))"])
-            got.append((id(s), type(s)))  # not the session: it must die on its own thread
+        got.append(POOL.run(cat.sources, lambda s: (id(s), threading.current_thread().name)))
 
     t = threading.Thread(target=other)
     t.start()
     t.join()
-    assert got and got[0][0] != id(mine) and got[0][1] is not PooledSession
-    with POOL.session(cat.sources) as s:
-        assert s is mine
+    assert got == [mine] and mine[1] == "satfuse-egglog"
