@@ -130,6 +130,8 @@ def _child(index: int, target: str, q: Any) -> None:
         # rule packs into the session pool (reported as "load"), first calls of the lowering
         import satfuse
         warm = satfuse.optimize(softmax, *softmax_inputs("meta"), target=target, executor="reference")
+        from satfuse.engine.pool import POOL
+        POOL.drain()  # its rollback must not overlap the measured capture
         rec = optimize_and_measure(REAL[index], target)
         rec["session_load_s"] = warm.timings.get("load", 0.0)
         tr = rec.pop("traffic")

@@ -16,7 +16,7 @@ ANALYSIS_OPS = frozenset({"shape", "ext", "rank", "dtype", "is-float", "dl-len",
 HANDLE_OPS = frozenset({"Ref", "DRef", "DLRef", "ILRef", "TLRef"})
 
 
-@dataclass
+@dataclass(slots=True)
 class ENode:
     id: str
     op: str
@@ -41,9 +41,12 @@ class EGraphView:
         classes: dict[str, list[str]] = {}
         view = cls({}, {}, {k: v.get("type", "") for k, v in data.get("class_data", {}).items()})
         dtype_class: dict[str, str] = {}
+        class_type = view.class_type
         for nid, n in raw.items():
-            kids = tuple(node_class[c] for c in n["children"])
             op = n["op"]
+            if class_type.get(n["eclass"], "").startswith("@"):
+                continue  # a relation's row (egglog gives each relation its own @...Sort): a fact, not a term
+            kids = tuple(node_class[c] for c in n["children"])
             if op in ANALYSIS_OPS:
                 if op == "shape":
                     view.shape_of[kids[0]] = n["eclass"]

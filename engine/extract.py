@@ -64,6 +64,7 @@ class Extraction:
 def class_infos(view: EGraphView, hints: dict[str, int], input_classes: set[str], default: int = 1024) -> dict[str, ClassInfo]:
     """Size of every tensor class from the shape analysis (cheapest Dim term per extent)."""
     size_choice = _smallest_terms(view)
+    numel_of: dict[str, int] = {}  # per shape class: tensors share them
     infos: dict[str, ClassInfo] = {}
     for cid, ty in view.class_type.items():
         if ty != "T" or cid not in view.classes:
@@ -72,40 +73,59 @@ def class_infos(view: EGraphView, hints: dict[str, int], input_classes: set[str]
         dl = view.shape_of.get(cid)
         n = 1
         if dl is not None and dl in size_choice:
-            try:
-                shape = list_value(view, size_choice, dl, lambda c: dim_value(view, size_choice, c))
-                for e in shape:
-                    if isinstance(e, int):
-                        n *= max(e, 0)
-                    else:
-                        n *= max(int(sympy.sympify(e).subs({s: hints.get(s.name, default) for s in e.free_symbols})), 0)
-            except (KeyError, TypeError, ValueError, RecursionError):
-                n = default
+            n = numel_of.get(dl, -1)
+            if n < 0:
+                n = numel_of[dl] = _numel(view, size_choice, dl, hints, default)
         info.numel = n
         info.itemsize = itemsize(view.dtype_of.get(cid, "f32"))
         infos[cid] = info
     return infos
 
 
+def _numel(view: EGraphView, size_choice: Choice, dl: str, hints: dict[str, int], default: int) -> int:
+    n = 1
+    try:
+        shape = list_value(view, size_choice, dl, lambda c: dim_value(view, size_choice, c))
+        for e in shape:
+            if isinstance(e, int):
+                n *= max(e, 0)
+            else:
+                n *= max(int(sympy.sympify(e).subs({s: hints.get(s.name, default) for s in e.free_symbols})), 0)
+    except (KeyError, TypeError, ValueError, RecursionError):
+        n = default
+    return n
+
+
 def _smallest_terms(view: EGraphView) -> Choice:
     """Tree-size extraction for structure classes (Dim, DL, ...): used to read sizes.
 
-    Only strict improvements of a positive size are accepted, so a chosen node is always
-    larger than its children's choices: the result is acyclic."""
+    A worklist over parents (a class that improves re-examines the nodes using it). Only
+    strict improvements of a positive size are accepted, so a chosen node is always larger
+    than its children's choices: the result is acyclic."""
     best: dict[str, tuple[int, str]] = {}
     for cid, nids in view.classes.items():
         if view.is_primitive(cid):
             best[cid] = (1, nids[0])
-    changed = True
-    while changed:
-        changed = False
-        for nid, n in view.nodes.items():
-            if any(c not in best for c in n.children):
-                continue
-            size = 1 + sum(best[c][0] for c in n.children)
-            if n.eclass not in best or size < best[n.eclass][0]:
+    work = list(view.nodes)
+    queued = set(work)
+    while work:
+        nid = work.pop()
+        queued.discard(nid)
+        n = view.nodes[nid]
+        size = 1
+        for c in n.children:
+            b = best.get(c)
+            if b is None:
+                break
+            size += b[0]
+        else:
+            cur = best.get(n.eclass)
+            if cur is None or size < cur[0]:
                 best[n.eclass] = (size, nid)
-                changed = True
+                for p in view.parents.get(n.eclass, ()):
+                    if p not in queued:
+                        queued.add(p)
+                        work.append(p)
     return {c: nid for c, (_, nid) in best.items()}
 
 

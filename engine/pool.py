@@ -138,6 +138,11 @@ class SessionPool:
                 self._pid = os.getpid()
             return self._executor
 
+    def drain(self) -> None:
+        """Wait until the worker has finished everything queued (rollbacks included)."""
+        if self._executor is not None and self._pid == os.getpid():
+            self._executor.submit(lambda: None).result()
+
     def clear(self) -> None:
         """Drop the free sessions (on the worker, which made them)."""
         if self._executor is not None and self._pid == os.getpid():

@@ -190,6 +190,8 @@ class Prologue:
     symbols: dict[str, str]  # symbol name -> where it is bound (readable)
     fn: Callable[[list], dict[str, int]] = field(repr=False, default=None)  # type: ignore[assignment]
     names: list[str] = field(default_factory=list)
+    #: the names the source needs (its module globals)
+    glob: dict[str, Any] = field(repr=False, default_factory=dict)
 
     def __call__(self, inputs: list | tuple) -> dict[str, int]:
         return self.fn(inputs)
@@ -207,7 +209,7 @@ def _describe(v: Any) -> str:
 DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
 
 
-def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologue:
+def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile_fn: bool = True) -> Prologue:
     """Generate and compile the guard prologue of ``trace`` (see the module docstring).
 
     ``hints`` (symbol name -> example value, as capture records them) are used only for
@@ -398,9 +400,11 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None) -> Prologu
         raise GuardError(f"guard failed: {c.text}" + (f" ({', '.join(ctx)})" if ctx else ""))
 
     glob["fail"] = fail
-    code = compile(src, "<satfuse prologue>", "exec")
-    exec(code, glob)
-    pro = Prologue(src, checks, where, glob["prologue"], [v.name for v in ins])
+    fn = None
+    if compile_fn:  # lower() compiles it as part of the plan's program instead (once)
+        exec(compile(src, "<satfuse prologue>", "exec"), glob)
+        fn = glob["prologue"]
+    pro = Prologue(src, checks, where, fn, [v.name for v in ins], glob)
     _check_hints(pro, trace, hints)
     return pro
 

@@ -161,18 +161,26 @@ class _Render:
         return nm
 
 
+_PLAIN = (Var, int, float, str, bool, type(None), torch.dtype)
+
+
 def _node_symbols(n: Node) -> set[sympy.Symbol]:
+    """Symbols in a node's literal arguments (an isinstance check against sympy.Basic is slow:
+    plain values are ruled out first)."""
     out: set[sympy.Symbol] = set()
 
     def walk(x: Any) -> None:
-        if isinstance(x, sympy.Basic):
-            out.update(x.free_symbols)
-        elif isinstance(x, (tuple, list)):
+        if isinstance(x, _PLAIN):
+            return
+        if isinstance(x, (tuple, list)):
             for y in x:
                 walk(y)
+        elif isinstance(x, sympy.Basic):
+            out.update(x.free_symbols)
 
     walk(n.args)
-    walk(list(n.kwargs.values()))
+    if n.kwargs:
+        walk(list(n.kwargs.values()))
     return out
 
 
@@ -244,7 +252,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         cuda = any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda") for v in trace.inputs)
         executor = "nvfuser" if cuda and nvfuser_probe.probe().available else "reference"
     trace.lint()
-    prologue = build_prologue(trace, hints)
+    prologue = build_prologue(trace, hints, compile_fn=False)
     _check_bound(trace, set(prologue.symbols))
     steps: list[Step] = partition(trace)
     wb = plan_writebacks(trace, steps)
@@ -252,7 +260,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
 
     # names: Vars keep theirs unless they clash with the program's globals
     glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inputs", "env", "float", "int",
-                  "max", "min", "math"} | {s.name for s in segments} | set(prologue.fn.__globals__)
+                  "max", "min", "math"} | {s.name for s in segments} | set(prologue.glob)
     taken = {v.name for v in trace.inputs} | {o.name for n in trace.nodes for o in n.outs}
     local_names: dict[int, str] = {}
 
@@ -380,12 +388,13 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         return f
 
     glob: dict[str, Any] = {}
-    glob.update(prologue.fn.__globals__)
-    glob.update({"prologue": prologue.fn, "fusion": fusion, "DataType": fe.DataType, "torch": torch,
+    glob.update(prologue.glob)
+    glob.update({"fusion": fusion, "DataType": fe.DataType, "torch": torch,
                  "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "__name__": "satfuse_plan"})
     glob.update(consts)
     code = compile(source, "<satfuse plan>", "exec")
     exec(code, glob)
+    prologue.fn = glob["prologue"]  # compiled with the plan: one compile, and the printed plan is what runs
     fn = glob[main[0][4:main[0].index("(")]]
     plan = Plan(trace, wb.steps, segments, emitted, prologue, source, executor, wb.decisions,
                 time.perf_counter() - t0)

@@ -84,17 +84,43 @@ def may_alias(trace: Trace, steps: list[Step]) -> dict[int, frozenset[int]]:
     return may_alias_nodes(trace, nodes)
 
 
-def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]],
-                    reads: list[tuple[Node, list[Var]]]) -> str | None:
+@dataclass
+class _SegReads:
+    """A segment's nodes with the values they read, and who reads each value (built once)."""
+
+    nodes: list[tuple[Node, list[Var]]]
+    readers: dict[int, list[int]]  # id(var) -> indices into nodes, in order
+
+    @classmethod
+    def of(cls, seg: Segment) -> "_SegReads":
+        nodes = [(n, data_inputs(n)) for n in seg.nodes]
+        readers: dict[int, list[int]] = {}
+        for i, (_, ins) in enumerate(nodes):
+            for v in ins:
+                lst = readers.setdefault(id(v), [])
+                if not lst or lst[-1] != i:
+                    lst.append(i)
+        return cls(nodes, readers)
+
+
+def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]], reads: _SegReads) -> str | None:
     """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape
-    and the segment reads that value only through ``buf`` itself (a view maps elements elsewhere).
-    ``reads``: each node of ``seg`` with its :func:`data_inputs` (computed once per segment)."""
+    and the segment reads that value only through ``buf`` itself (a view maps elements elsewhere)."""
     for v in seg.inputs:
         if v is not buf and id(buf) in al.get(id(v), ()):
             return f"{seg.name} also reads {v.name}, which may share {buf.name}'s storage"
     dep = {id(buf)}
     shape = buf.type.shape
-    for n, ins in reads:
+    # the nodes reading buf's value, directly or through nodes that do, in segment order
+    cone: set[int] = set()
+    frontier = [id(buf)]
+    while frontier:
+        for i in reads.readers.get(frontier.pop(), ()):
+            if i not in cone:
+                cone.add(i)
+                frontier.extend(id(o) for o in reads.nodes[i][0].outs)
+    for i in sorted(cone):
+        n, ins = reads.nodes[i]
         hit = [v for v in ins if id(v) in dep]
         if not hit:
             continue
@@ -154,7 +180,7 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
                 out.append(clone_pos.get(id(v), float(len(steps))))
         return out
 
-    seg_reads: dict[int, list[tuple[Node, list[Var]]]] = {}
+    seg_reads: dict[int, _SegReads] = {}
     for b, v in wbs:
         reads = readers_of(b)
         last = max(reads, default=-1.0)
@@ -173,7 +199,7 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
             why = "already aliased"
         else:
             if float(p) in reads and p not in seg_reads:
-                seg_reads[p] = [(n, data_inputs(n)) for n in steps[p].nodes]
+                seg_reads[p] = _SegReads.of(steps[p])
             why = _pointwise_cone(steps[p], b, al, seg_reads[p]) if float(p) in reads else None
         if why is None:
             seg = steps[p]
