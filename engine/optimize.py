@@ -55,6 +55,8 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
             raise RuleError(f"saturation equated values of different shapes ({', '.join(sorted(rep.conflicts))}): "
                             "a rule is unsound here; run `python -m satfuse rules check` to find it")
         t_ser = time.perf_counter()
+        if not keep_session:
+            sess.drop_facts()  # the pooled session is rolled back afterwards
         ser = sess.serialize_program(enc, all_vars)
         return enc, rep, ser, (t_add, t_sat, t_ser, time.perf_counter())
 

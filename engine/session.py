@@ -113,8 +113,30 @@ ANALYSIS_CHUNK = 10
 CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict")
 #: lang.egg's rules that fill them: a match in a run report means a conflict row
 CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict")
+#: a bound on the e-nodes one rule match adds (a rewrite's right-hand side), for budget checks
+NODES_PER_MATCH = 50
 #: commands that only add data or run rules: a session that ran nothing else can be rolled back
 _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
+
+
+_RELATION = re.compile(r"^\(relation\s+([^\s()]+)\s+\(([^()]*)\)\s*\)", re.M)
+#: lang.egg's analysis functions and constructors that extraction does not read: name -> argument count
+_ANALYSIS_TERMS = {"rank": 1, "dl-len": 1, "ext": 2, "dl-at": 2, "bcast": 2, "bdim": 2}
+
+
+def _cleanup_program(sources: Sequence[Source]) -> str:
+    """The ``satfuse-cleanup`` ruleset: one rule per relation / analysis term deleting its rows."""
+    if not any("(constructor Ref " in src.text for src in sources):
+        return ""
+    rules = ["(ruleset satfuse-cleanup)"]
+    for src in sources:
+        for name, sorts in _RELATION.findall(src.text):
+            vs = " ".join(f"c{i}" for i in range(len(sorts.split())))
+            rules.append(f"(rule (({name} {vs})) ((delete ({name} {vs}))) :ruleset satfuse-cleanup)")
+    for name, n in _ANALYSIS_TERMS.items():
+        vs = " ".join(f"c{i}" for i in range(n))
+        rules.append(f"(rule ((= v ({name} {vs}))) ((delete ({name} {vs}))) :ruleset satfuse-cleanup)")
+    return "\n".join(rules) + "\n"
 
 
 def _is_data_command(cmd: Any, text: str) -> bool:
@@ -188,6 +210,15 @@ class Session:
         if any("(constructor Ref " in src.text for src in self.sources):  # lang.egg is loaded
             self.load(Source(LOADER_PATH, loader_program()))
         self.rulesets = [m for src in self.sources for m in _RULESET.findall(src.text)]
+        cleanup = _cleanup_program(self.sources)
+        if cleanup:
+            self.load(Source("<satfuse cleanup>", cleanup))
+
+    def drop_facts(self) -> None:
+        """Delete the analysis facts extraction does not read (every relation's rows, ranks,
+        extents, list positions, broadcasts; shapes and dtypes stay) before serializing: a
+        third of the serialized e-graph for Adam. Only for a session about to be rolled back."""
+        self.run(["(run satfuse-cleanup 1)"], "cleanup")
 
     def add_trace(self, trace: Any) -> Any:
         """Add a program to the e-graph: returns its Encoding (handles of its values and roots).
@@ -300,6 +331,8 @@ class Session:
         lead = f"(run {analysis} {ANALYSIS_CHUNK})"
         if not self._analysis(analysis, budget, rep):
             phases = []  # the analysis alone hit the node budget: extract what we have
+        known = self.size()  # e-nodes at the last reading
+        grown = 0  # rule matches since
         for phase in phases:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
@@ -308,7 +341,6 @@ class Session:
             throttled = (f"{lead} (run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
                          f":ban-length {budget.ban_length})) (run-with bo {phase}))")
             step = plain
-            nodes = 0
             for _ in range(budget.iterations):
                 lead_out, step_out = self.run([step], f"phase {phase}")
                 pr.iterations += 1
@@ -334,23 +366,31 @@ class Session:
                     rep.conflicts = self.conflicts()
                     stop = StopReason("conflict")
                     break
-                nodes = self.size()
-                if nodes > budget.nodes:
-                    stop = StopReason("nodes", budget.nodes)
-                    break
+                # a match adds at most a few dozen e-nodes: read the size (a print-size) only when
+                # the matches since the last reading could have crossed the budget
+                grown += sum(report.num_matches_per_rule.values()) + sum(
+                    lead_out.report.num_matches_per_rule.values())
+                if known + NODES_PER_MATCH * grown > budget.nodes:
+                    nodes = known = self.size()
+                    grown = 0
+                    if nodes > budget.nodes:
+                        stop = StopReason("nodes", budget.nodes)
+                        break
                 if time.perf_counter() - t_start > budget.seconds:
                     stop = StopReason("time", budget.seconds)
                     break
             pr.stop = stop
             pr.seconds = time.perf_counter() - t0
-            pr.nodes = nodes if stop.kind != "saturated" or pr.iterations > 1 else self.size()
+            pr.nodes = known = self.size()
+            grown = 0
             rep.phases.append(pr)
             if stop.kind in ("nodes", "time", "conflict"):
                 break
         self._analysis(analysis, budget, rep)
-        rep.conflicts = self.conflicts()
+        sizes = self.sizes()
+        rep.conflicts = self.conflicts(sizes)
         rep.seconds = time.perf_counter() - t_start
-        rep.nodes = self.size()
+        rep.nodes = sum(sizes.values())
         return rep
 
     @staticmethod
