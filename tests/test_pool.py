@@ -102,3 +102,13 @@ def test_callers_on_any_thread_share_the_worker():
     t.start()
     t.join()
     assert got == [mine] and mine[1] == "satfuse-egglog"
+
+
+def test_facts_dropped_before_serializing_come_back_with_the_rollback(traces):
+    """optimize deletes analysis facts (and base facts such as algebra's `lossless` table)
+    before serializing a pooled session; the rollback must restore them for the next program."""
+    cat = builtin_catalogue()
+    base = POOL.run(cat.sources, lambda s: s.sizes().get("lossless", 0))
+    assert base > 0
+    _plan(cat, traces["double_neg_cast"])
+    assert POOL.run(cat.sources, lambda s: s.sizes().get("lossless", 0)) == base
