@@ -146,6 +146,13 @@ class Node:
         return self.outs[0]
 
     def inputs(self) -> list[Var]:
+        if not self.kwargs:  # the common case, memoized on the (immutable) args tuple
+            cached = self.__dict__.get("_inputs")
+            if cached is not None and cached[0] is self.args:
+                return list(cached[1])
+            ins = [a for a in flat_args(self.args) if isinstance(a, Var)]
+            self.__dict__["_inputs"] = (self.args, ins)
+            return list(ins)
         return [a for a in flat_args(self.args, self.kwargs) if isinstance(a, Var)]
 
 
