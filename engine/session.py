@@ -151,6 +151,16 @@ def _is_data_command(cmd: Any, text: str) -> bool:
     return isinstance(cmd, bindings.UserDefined) and text.startswith("(run-schedule") and "let-scheduler" not in text
 
 
+def _add_matches(matches: dict[str, int], into: dict[str, int]) -> int:
+    """Add a report's nonzero match counts into ``into``; their total."""
+    total = 0
+    for k, v in matches.items():
+        if v:
+            into[k] = into.get(k, 0) + v
+            total += v
+    return total
+
+
 def _most_matches(it: Any) -> int:
     return max((r.num_matches for rs in it.rule_set_report.rule_reports.values() for r in rs), default=0)
 
@@ -345,16 +355,16 @@ class Session:
                 lead_out, step_out = self.run([step], f"phase {phase}")
                 pr.iterations += 1
                 report = step_out.report
-                for k, v in report.num_matches_per_rule.items():
-                    pr.matches[k] = pr.matches.get(k, 0) + v
-                self._count([lead_out], rep.analysis)
+                grown += _add_matches(report.num_matches_per_rule, pr.matches)
+                lead_matches = lead_out.report.num_matches_per_rule
+                grown += _add_matches(lead_matches, rep.analysis)
                 if not report.updated and not lead_out.report.updated:
                     stop = StopReason("saturated")
                     break
                 if step is plain and _most_matches(report.iterations[-1]) > budget.match_limit:
                     step = throttled
                     pr.throttled = True
-                conflict = any(lead_out.report.num_matches_per_rule.get(r) for r in CONFLICT_RULES)
+                conflict = any(lead_matches.get(r) for r in CONFLICT_RULES)
                 if not conflict and lead_out.report.iterations[-1].rule_set_report.changed:
                     # the lead chunk did not reach the analysis fixpoint: finish it before the next step
                     before = dict(rep.analysis)
@@ -368,8 +378,6 @@ class Session:
                     break
                 # a match adds at most a few dozen e-nodes: read the size (a print-size) only when
                 # the matches since the last reading could have crossed the budget
-                grown += sum(report.num_matches_per_rule.values()) + sum(
-                    lead_out.report.num_matches_per_rule.values())
                 if known + NODES_PER_MATCH * grown > budget.nodes:
                     nodes = known = self.size()
                     grown = 0
@@ -396,8 +404,7 @@ class Session:
     @staticmethod
     def _count(outs: list, into: dict[str, int]) -> None:
         for o in outs:
-            for k, v in getattr(getattr(o, "report", None), "num_matches_per_rule", {}).items():
-                into[k] = into.get(k, 0) + v
+            _add_matches(getattr(getattr(o, "report", None), "num_matches_per_rule", {}), into)
 
     def serialize_program(self, enc: Any, values: Sequence[Any]) -> "SerializedProgram":
         """Serialize after adding a program (:meth:`add_trace`): the JSON text, unparsed (a
