@@ -48,6 +48,7 @@ _FIXED: list[tuple[str, tuple[str, ...], str]] = [
     ("load-proj", ("i64", "String", "i64", "i64"), "(union (Ref {0}) (Proj (Opaque {1} (TLRef {2})) {3}))"),
     ("load-shape", ("i64", "i64"), "(union (shape (Ref {0})) (DLRef {1}))"),
     ("load-dtype", ("i64", "String"), "(set (dtype (Ref {0})) {1})"),
+    ("load-rank", ("i64", "i64"), "(set (rank (Ref {0})) {1})"),
     ("load-out", ("i64", "i64"), "(Out {0} (Ref {1}))"),
     ("load-writeback", ("String", "i64"), "(WriteBack {0} (Ref {1}))"),
     ("load-num", ("i64", "i64"), "(union (DRef {0}) (Num {1}))"),
@@ -296,6 +297,9 @@ class _Builder:
         if seed and isinstance(v.type, TensorType):
             self.t.add("load-shape", k, self.shape(v.type.shape))
             self.t.add("load-dtype", k, _check_str(v.type.dtype))
+            # capture's rank, as the analysis would derive it: rank conditions (same-rank
+            # broadcasting) then hold in the first analysis iteration instead of after a list walk
+            self.t.add("load-rank", k, len(v.type.shape))
 
     def run(self) -> Encoding:
         tr = self.trace

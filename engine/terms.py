@@ -186,6 +186,7 @@ class Encoder:
         if isinstance(v.type, TensorType):
             self.cmds.append(f"(union (shape {name}) {dl_term(v.type.shape)})")
             self.cmds.append(f"(set (dtype {name}) {egg_string(v.type.dtype)})")
+            self.cmds.append(f"(set (rank {name}) {len(v.type.shape)})")
 
     def run(self) -> Encoding:
         tr = self.trace
