@@ -110,5 +110,12 @@ def test_facts_dropped_before_serializing_come_back_with_the_rollback(traces):
     cat = builtin_catalogue()
     base = POOL.run(cat.sources, lambda s: s.sizes().get("lossless", 0))
     assert base > 0
-    _plan(cat, traces["double_neg_cast"])
+
+    def job(s):
+        s.add_trace(traces["double_neg_cast"].trace)
+        s.saturate(cat.phases)
+        s.drop_facts()
+        return s.sizes().get("lossless", 0)
+
+    assert POOL.run(cat.sources, job) == 0
     assert POOL.run(cat.sources, lambda s: s.sizes().get("lossless", 0)) == base
