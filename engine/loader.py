@@ -27,7 +27,7 @@ from typing import Any
 import sympy
 
 from .ir import IRError, TensorType, Trace, Var
-from .terms import Encoding, OpaqueCall, Slot, _floor_parts, _negative
+from .terms import Encoding, OpaqueCall, _floor_parts, _negative, opaque_template
 from .vocab import OPS, is_opaque
 
 #: column sorts of each argument kind of the vocabulary (operands and lists are handle ids)
@@ -308,19 +308,7 @@ class _Builder:
         for idx, n in enumerate(tr.nodes):
             if is_opaque(n.op):
                 key = f"k{idx}"
-                slots: list[Var] = []
-
-                def tmpl(a: Any) -> Any:
-                    if isinstance(a, Var):
-                        slots.append(a)
-                        return Slot(len(slots) - 1)
-                    if isinstance(a, (tuple, list)):
-                        return type(a)(tmpl(x) for x in a)
-                    return a
-
-                args = tmpl(n.args)
-                kwargs = {kk: tmpl(vv) for kk, vv in n.kwargs.items()}
-                self.opaque[key] = OpaqueCall(n.op, args, kwargs, [o.type for o in n.outs])
+                self.opaque[key], slots = opaque_template(n)
                 tl = self.arg("Ts", slots)
                 for i, o in enumerate(n.outs):
                     self.define(o, "load-proj", key, tl, i)

@@ -17,7 +17,7 @@ from typing import Any
 
 import sympy
 
-from .ir import IRError, TensorType, Trace, Var
+from .ir import IRError, Node, TensorType, Trace, Var
 from .vocab import OPS, is_opaque
 
 
@@ -39,6 +39,23 @@ class OpaqueCall:
     args: Any
     kwargs: Any
     out_types: list
+
+
+def opaque_template(n: Node) -> tuple[OpaqueCall, list[Var]]:
+    """An opaque call with its tensor operands replaced by ``Slot(i)``, and those operands:
+    the e-graph holds only the operands, the side table the rest of the call."""
+    slots: list[Var] = []
+
+    def tmpl(a: Any) -> Any:
+        if isinstance(a, Var):
+            slots.append(a)
+            return Slot(len(slots) - 1)
+        if isinstance(a, (tuple, list)):
+            return type(a)(tmpl(x) for x in a)
+        return a
+
+    call = OpaqueCall(n.op, tmpl(n.args), {k: tmpl(v) for k, v in n.kwargs.items()}, [o.type for o in n.outs])
+    return call, slots
 
 
 @dataclass
@@ -195,19 +212,7 @@ class Encoder:
         for k, n in enumerate(tr.nodes):
             if is_opaque(n.op):
                 key = f"k{k}"
-                slots: list[Var] = []
-
-                def tmpl(a: Any) -> Any:
-                    if isinstance(a, Var):
-                        slots.append(a)
-                        return Slot(len(slots) - 1)
-                    if isinstance(a, (tuple, list)):
-                        return type(a)(tmpl(x) for x in a)
-                    return a
-
-                args = tmpl(n.args)
-                kwargs = {kk: tmpl(vv) for kk, vv in n.kwargs.items()}
-                self.opaque[key] = OpaqueCall(n.op, args, kwargs, [o.type for o in n.outs])
+                self.opaque[key], slots = opaque_template(n)
                 tl = self.arg("Ts", slots)
                 call = f"(Opaque {egg_string(key)} {tl})"
                 for i, o in enumerate(n.outs):
