@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import sympy
 
@@ -211,6 +212,11 @@ def greedy_dag(view: EGraphView, roots: list[str], cost: dict[str, float]) -> Ch
 
 
 def reachable(view: EGraphView, roots: list[str], choice: Choice) -> list[str]:
+    """Classes reachable from ``roots`` through the chosen nodes (depth-first order)."""
+    return _closure(roots, lambda c: view.nodes[choice[c]].children if c in choice else ())
+
+
+def _closure(roots: list[str], successors: Callable[[str], Iterable[str]]) -> list[str]:
     seen: list[str] = []
     mark: set[str] = set()
     stack = list(roots)
@@ -220,9 +226,7 @@ def reachable(view: EGraphView, roots: list[str], choice: Choice) -> list[str]:
             continue
         mark.add(c)
         seen.append(c)
-        nid = choice.get(c)
-        if nid is not None:
-            stack.extend(view.nodes[nid].children)
+        stack.extend(successors(c))
     return seen
 
 
@@ -355,17 +359,8 @@ def ilp(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: flo
     except ImportError:
         raise ExtractionError("ILP extraction needs scipy (pip install scipy)") from None
     # the classes reachable from the roots through any node
-    cls: list[str] = []
-    seen: set[str] = set()
-    stack = list(roots)
-    while stack:
-        c = stack.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        cls.append(c)
-        for nid in view.classes.get(c, ()):
-            stack.extend(view.nodes[nid].children)
+    cls = _closure(roots, lambda c: [k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children])
+
     # nodes that can never be part of a program: a self-loop, or a child class without nodes
     def usable(nid: str) -> bool:
         n = view.nodes[nid]
