@@ -202,9 +202,9 @@ def describe_egglog_error(err: BaseException, sources: Sequence[Source], default
 class Session:
     """One e-graph: the language, the rule packs, one program, and its saturation.
 
-    ``Session(sources)`` loads the sources into a fresh e-graph (about 25 ms for the
-    built-in packs: egglog compiles every rule). :func:`pooled` hands out an already
-    loaded one instead and takes it back afterwards (see :class:`SessionPool`).
+    ``Session(sources)`` loads the sources, the generated loader (engine/loader.py) and
+    cleanup rules into a fresh e-graph: about 90 ms for the built-in packs (egglog compiles
+    every rule). ``engine.pool.POOL.run`` reuses loaded ones instead.
     """
 
     def __init__(self, sources: Sequence[Source]) -> None:
