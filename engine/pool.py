@@ -85,6 +85,7 @@ class PooledSession(Session):
         if not self.reusable:
             return False
         self.egraph.run_program(*self._pop_push)
+        self._has_program = False
         return True
 
 

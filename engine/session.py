@@ -217,6 +217,7 @@ class Session:
         for src in self.sources:
             self.load(src)
         self._tmp: str | None = None
+        self._has_program = False
         if any("(constructor Ref " in src.text for src in self.sources):  # lang.egg is loaded
             self.load(Source(LOADER_PATH, loader_program()))
         self.rulesets = [m for src in self.sources for m in _RULESET.findall(src.text)]
@@ -236,6 +237,10 @@ class Session:
         Bulk path (engine/loader.py): rows written as tab-separated files, read by ``input``,
         expanded by one iteration of the ``load`` rules; command path (one egglog command
         per value, engine/terms.py) when a string cannot be written that way."""
+        if self._has_program:
+            raise RuntimeError("a Session holds one program: its handles (Ref k, ...) and load rows are "
+                               "numbered per program; use a new session (or the pool, which rolls back)")
+        self._has_program = True
         enc = tables(trace)
         if enc is None:
             enc = encode(trace)

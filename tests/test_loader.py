@@ -56,3 +56,14 @@ def test_loader_rules_cover_every_vocabulary_constructor():
     text = loader_program()
     for spec in OPS.values():
         assert f"({spec.egg} " in text, spec.egg
+
+
+def test_a_session_takes_one_program(cat):
+    """Handles and load rows are numbered per program: a second program would alias the first."""
+    from satfuse.engine import parse_trace
+
+    tr = parse_trace('def computation(x: "f32[3]"):\n  y = exp(x)  # f32[3]\n  return (y,)\n')
+    sess = Session(cat.sources)
+    sess.add_trace(tr)
+    with pytest.raises(RuntimeError, match="one program"):
+        sess.add_trace(tr)
