@@ -28,6 +28,7 @@ import atexit
 import os
 import queue
 import threading
+import traceback
 from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable, Sequence, TypeVar
@@ -64,6 +65,18 @@ class _Worker:
 
     def stop(self) -> None:
         self.submit(None).result()  # type: ignore[arg-type]
+
+
+def _clear_frames(e: BaseException) -> None:
+    """Drop the locals of every finished frame in ``e``'s traceback and in those of the
+    exceptions it was raised from."""
+    seen: set[int] = set()
+    x: BaseException | None = e
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        if x.__traceback__ is not None:
+            traceback.clear_frames(x.__traceback__)
+        x = x.__cause__ or x.__context__
 
 
 class PooledSession(Session):
@@ -118,7 +131,14 @@ class SessionPool:
         if sess is None:
             sess = PooledSession(sources)
             self.loads += 1
-        out = job(sess)
+        try:
+            out = job(sess)
+        except BaseException as e:
+            # the exception goes to the caller's thread; its traceback's frames hold the session,
+            # which must die here, on its own thread: clear them, then drop it
+            _clear_frames(e)
+            del sess
+            raise
         self._worker().submit(self._give_back, key, sess)  # runs after the caller has `out`
         return out
 

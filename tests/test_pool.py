@@ -69,10 +69,36 @@ def test_a_session_whose_job_failed_is_dropped():
         s.run(["(union (Ref 0) (NoSuchOp))"])
 
     loads = POOL.loads
-    with pytest.raises(RuleError):
+    with pytest.raises(RuleError, match="NoSuchOp"):
         POOL.run(cat.sources, bad)
     POOL.run(cat.sources, id)
     assert POOL.loads == loads + 2
+
+
+def test_a_failed_job_leaves_no_session_to_die_on_the_callers_thread():
+    """The error reaches the caller with its traceback; the session it held is dropped on the
+    worker (egglog reports, and leaks, an e-graph dropped on another thread)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import gc\n"
+        "from satfuse.engine.pool import POOL\n"
+        "from satfuse.engine.session import RuleError\n"
+        "from satfuse.rewrites.packs import builtin_catalogue\n"
+        "cat = builtin_catalogue()\n"
+        "for _ in range(2):\n"
+        "    try:\n"
+        "        POOL.run(cat.sources, lambda s: s.run(['(union (Ref 0) (NoSuchOp))']))\n"
+        "    except RuleError as e:\n"
+        "        err = e\n"
+        "del err\n"
+        "gc.collect()\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+    assert "unsendable" not in out.stderr, out.stderr
 
 
 def test_throttled_saturation_is_not_reused():
