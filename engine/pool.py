@@ -33,7 +33,7 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable, Sequence, TypeVar
 
-from .session import Session, Source
+from .session import Session, Source, _check_not_forked
 
 R = TypeVar("R")
 
@@ -122,6 +122,7 @@ class SessionPool:
         the pool afterwards if it can be rolled back; if ``job`` raises, it is dropped."""
         if not self.enabled:
             return job(Session(sources))
+        _check_not_forked()  # a clear error here, not a hang on the worker
         key = tuple((s.path, s.text) for s in sources)
         return self._worker().submit(self._use, key, sources, job).result()
 

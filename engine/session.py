@@ -139,6 +139,30 @@ def _cleanup_program(sources: Sequence[Source]) -> str:
     return "\n".join(rules) + "\n"
 
 
+def _remove_dir(path: str, owner: int) -> None:
+    """Remove a session's row directory, only in the process that made it (a forked child
+    exiting must not remove its parent's)."""
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+_EGGLOG_PID: int | None = None  # the process that first used egglog
+
+
+def _check_not_forked() -> None:
+    """egglog is not fork-safe once used: its worker threads (and any lock one held) do not
+    survive ``fork``, and a child that uses it can hang forever. Refuse clearly instead."""
+    global _EGGLOG_PID
+    if _EGGLOG_PID is None:
+        _EGGLOG_PID = os.getpid()
+    elif _EGGLOG_PID != os.getpid():
+        raise RuntimeError(
+            "satfuse cannot optimize in a process forked after it optimized something (egglog's "
+            "threads do not survive fork, and the child could hang). Plans made before the fork run "
+            "fine here; to optimize in workers, start them with multiprocessing's 'spawn' (or "
+            "'forkserver') method, or optimize before forking.")
+
+
 def _is_data_command(cmd: Any, text: str) -> bool:
     if isinstance(cmd, bindings.Input):  # rows into an existing table
         return True
@@ -208,6 +232,7 @@ class Session:
     """
 
     def __init__(self, sources: Sequence[Source]) -> None:
+        _check_not_forked()
         self.egraph = bindings.EGraph()
         self.sources = list(sources)
         self._parsed: dict[str, list] = {}
@@ -250,7 +275,7 @@ class Session:
             # a RAM-backed directory where there is one: file creation there costs ~13 µs, ~90 on disk
             shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
             self._tmp = tempfile.mkdtemp(prefix="satfuse-load-", dir=shm)
-            weakref.finalize(self, shutil.rmtree, self._tmp, True)
+            weakref.finalize(self, _remove_dir, self._tmp, os.getpid())
         cmds = []
         for name, rows in enc.tables.rows.items():
             path = os.path.join(self._tmp, name + ".tsv")

@@ -145,3 +145,31 @@ def test_facts_dropped_before_serializing_come_back_with_the_rollback(traces):
 
     assert POOL.run(cat.sources, job) == 0
     assert POOL.run(cat.sources, lambda s: s.sizes().get("lossless", 0)) == base
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_plans_but_refuses_to_optimize_and_the_parent_goes_on():
+    """egglog's threads do not survive fork (a child using it can hang): refuse clearly."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys, torch, satfuse\n"
+        "f = lambda x: (x * 2).sum()\n"
+        "plan = satfuse.optimize(f, torch.randn(4))\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    ok = float(plan(torch.ones(4))) == 8.0\n"
+        "    try:\n"
+        "        satfuse.optimize(f, torch.randn(6))\n"
+        "    except RuntimeError as e:\n"
+        "        ok = ok and 'forked' in str(e)\n"
+        "    else:\n"
+        "        ok = False\n"
+        "    sys.exit(0 if ok else 3)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "assert os.waitstatus_to_exitcode(status) == 0, status\n"
+        "print('parent', float(satfuse.optimize(f, torch.randn(5))(torch.ones(5))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "parent 10.0" in out.stdout, out.stderr
