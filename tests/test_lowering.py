@@ -9,8 +9,9 @@ import torch.nn.functional as F
 from satfuse.engine import capture
 from satfuse.lowering import GuardError, lower
 
-from tests.corpus import ce_fwd_bwd
+from tests.corpus import ce_fwd_bwd, split3
 from tests.corpus import ce_hand as ce
+from tests.corpus import kv_cache as kv  # seed programs: one definition, the corpus's
 
 
 def clone_args(args):
@@ -49,17 +50,6 @@ def check(fn, *args, dynamic=False, atol=1e-5, rtol=1e-5, plan=None, calls=None)
 def inplace_add(x, y):
     x.add_(y)
     return x * 2
-
-
-def kv(q, k, v, mask, idx, src):
-    q.index_copy_(2, idx, src)
-    k.index_copy_(2, idx, src)
-    return F.scaled_dot_product_attention(q, k, v, mask)
-
-
-def split3(a, dim0, dim1):
-    dim2 = a.size(2) - dim0 - dim1
-    return torch.split(a, (dim0, dim1, dim2), dim=2)
 
 
 def layer_norm(x):

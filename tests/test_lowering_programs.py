@@ -10,8 +10,9 @@ import torch.nn.functional as F
 from satfuse.engine import capture
 from satfuse.lowering import lower
 
-from tests.corpus import ce_fwd_bwd
+from tests.corpus import ce_fwd_bwd, split3
 from tests.corpus import ce_hand as ce
+from tests.corpus import kv_cache as kv  # seed programs: one definition, the corpus's
 
 
 def _g(seed):
@@ -25,17 +26,6 @@ def _g(seed):
 
 def layer_norm(x, w, b):
     return F.layer_norm(x, (16,), w, b)
-
-
-def kv(q, k, v, mask, idx, src):
-    q.index_copy_(2, idx, src)
-    k.index_copy_(2, idx, src)
-    return F.scaled_dot_product_attention(q, k, v, mask)
-
-
-def split3(a, dim0, dim1):
-    dim2 = a.size(2) - dim0 - dim1
-    return torch.split(a, (dim0, dim1, dim2), dim=2)
 
 
 def inplace_chain(x, y):

@@ -11,6 +11,8 @@ from satfuse.lowering import GuardError, is_fusible, lower, needs_segment_input
 from satfuse.lowering.segments import Fallback, Segment, partition
 from satfuse.lowering.support import SUPPORT, fallback_reason
 
+from tests.corpus import split3  # seed programs: one definition, the corpus's
+
 
 def steps_of(text):
     tr = parse_trace(text)
@@ -83,11 +85,6 @@ def f(x: "f32[4]", w: "f32[4, 4]"):
     p1, p2 = (lower(parse_trace(text), executor="reference") for _ in range(2))
     assert str(p1) == str(p2)
     assert [s.name for s in p1.segments] == ["seg0", "seg1"]
-
-
-def split3(a, dim0, dim1):
-    dim2 = a.size(2) - dim0 - dim1
-    return torch.split(a, (dim0, dim1, dim2), dim=2)
 
 
 _SPLIT = {}

@@ -8,6 +8,8 @@ through one pooled session in several orders and compares every plan with a fres
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -24,6 +26,13 @@ from tests.corpus import CASES
 @pytest.fixture(scope="module")
 def traces():
     return {c.name: capture(c.fn, *c.make_inputs(), dynamic=c.dynamic) for c in CASES}
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (thread and fork behaviour need a process of their own)."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out
 
 
 def _plan(cat, cap) -> str:
@@ -78,9 +87,6 @@ def test_a_session_whose_job_failed_is_dropped():
 def test_a_failed_job_leaves_no_session_to_die_on_the_callers_thread():
     """The error reaches the caller with its traceback; the session it held is dropped on the
     worker (egglog reports, and leaks, an e-graph dropped on another thread)."""
-    import subprocess
-    import sys
-
     code = (
         "import gc\n"
         "from satfuse.engine.pool import POOL\n"
@@ -96,9 +102,8 @@ def test_a_failed_job_leaves_no_session_to_die_on_the_callers_thread():
         "gc.collect()\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
-    assert "unsendable" not in out.stderr, out.stderr
+    out = _python(code)
+    assert "ok" in out.stdout and "unsendable" not in out.stderr, out.stderr
 
 
 def test_throttled_saturation_is_not_reused():
@@ -150,9 +155,6 @@ def test_facts_dropped_before_serializing_come_back_with_the_rollback(traces):
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
 def test_a_forked_child_runs_plans_but_refuses_to_optimize_and_the_parent_goes_on():
     """egglog's threads do not survive fork (a child using it can hang): refuse clearly."""
-    import subprocess
-    import sys
-
     code = (
         "import os, sys, torch, satfuse\n"
         "f = lambda x: (x * 2).sum()\n"
@@ -171,5 +173,5 @@ def test_a_forked_child_runs_plans_but_refuses_to_optimize_and_the_parent_goes_o
         "assert os.waitstatus_to_exitcode(status) == 0, status\n"
         "print('parent', float(satfuse.optimize(f, torch.randn(5))(torch.ones(5))))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and "parent 10.0" in out.stdout, out.stderr
+    out = _python(code)
+    assert "parent 10.0" in out.stdout, out.stderr
