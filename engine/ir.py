@@ -114,6 +114,24 @@ class ScalarType:
 Type = Union[TensorType, ScalarType]
 
 
+@dataclass(frozen=True)
+class OutputAlias:
+    """How one program output aliases in eager PyTorch (capture records it from functionalization's
+    metadata, as AOTAutograd does; lowering makes the plan's output follow it).
+
+    ``kind``: "input" (eager returns input ``index`` itself or a view of it, with this geometry:
+    ``size``/``stride``/``storage_offset`` in elements, extents may be symbolic) or "output" (the
+    very same tensor object as output ``index``, e.g. ``return y, y``). An output with no
+    ``OutputAlias`` (None in ``Trace.output_aliases``) is a fresh tensor that shares storage with
+    nothing the caller holds."""
+
+    kind: str
+    index: int
+    size: tuple[Extent, ...] | None = None
+    stride: tuple[Extent, ...] | None = None
+    storage_offset: Extent | None = None
+
+
 @dataclass(eq=False)
 class Var:
     """An SSA value. Identity is object identity; the name is for printing."""
@@ -179,6 +197,8 @@ class Trace:
     writebacks: list[tuple[Var, Var]] = field(default_factory=list)
     opaque: dict[str, Any] = field(default_factory=dict)
     guards: list[sympy.Basic] = field(default_factory=list)
+    #: per output, how eager's result aliases (None: fresh); empty means "not recorded" (all fresh)
+    output_aliases: list[OutputAlias | None] = field(default_factory=list)
     name: str = "computation"
     provenance: str = ""
 

@@ -14,7 +14,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from satfuse.engine import Captured, Trace, capture
-from satfuse.engine.closure import ClosureState, closure_state
+from satfuse.engine.capture.closure import ClosureState, closure_state
 from satfuse.engine.optimize import EngineResult, optimize_trace
 from satfuse.engine.session import Budget
 from satfuse.lowering import lower
@@ -198,7 +198,7 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, opts: Option
 def _lift_state(fn: Callable, example_inputs: tuple, state: ClosureState,
                 dynamic: bool | Sequence[int]) -> tuple[Callable, tuple, bool | Sequence[int]]:
     """``fn`` as a function of its arguments followed by the parameters, buffers and tensors it
-    closes over (``engine/closure.py``): those become plan inputs, read again on each call, never
+    closes over (``engine/capture/closure.py``): those become plan inputs, read again on each call, never
     constants. They keep static shapes when ``dynamic=True`` (guarded like any input)."""
     n = len(example_inputs)
 

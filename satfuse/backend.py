@@ -3,7 +3,7 @@
 Dynamo captures the frame; :func:`satfuse_backend` re-traces Dynamo's graph with
 ``make_fx`` under the placeholders' own FakeTensorMode (their ``meta['example_value']``,
 never the real tensors), so in-place aten ops are kept and the symbols are Dynamo's;
-the aten graph becomes a Trace (``engine/capture_graph.trace_from_graph``), is optimized
+the aten graph becomes a Trace (``engine/capture/graph.trace_from_graph``), is optimized
 with the builtin rule catalogue and lowered. Guards the optimizer adds are evaluated on
 Dynamo's ShapeEnv, which makes them Dynamo guards (a call that violates one recompiles).
 
@@ -122,7 +122,7 @@ class _Backend:
         if needs_grad:
             from torch._dynamo.backends.common import aot_autograd
 
-            from satfuse.engine.capture import decomposition_table
+            from satfuse.engine.capture.trace import decomposition_table
 
             fw = self._boxed("forward")
             bw = self._boxed("backward")
@@ -144,8 +144,8 @@ class _Backend:
         from torch.fx.experimental.proxy_tensor import make_fx
 
         from satfuse.api import Options
-        from satfuse.engine.capture import decomposition_table
-        from satfuse.engine.capture_graph import trace_from_graph
+        from satfuse.engine.capture.graph import trace_from_graph
+        from satfuse.engine.capture.trace import decomposition_table
         from satfuse.engine.optimize import optimize_trace
         from satfuse.lowering import lower
 
@@ -245,7 +245,7 @@ def _catalogue(opts: Any) -> Any:
 
 
 def _name(n: Any) -> str:
-    from satfuse.engine.capture_graph import _clean
+    from satfuse.engine.capture.graph import _clean
 
     return _clean(n.name)
 
@@ -304,7 +304,7 @@ class _GuardMark:
     def drop_stride_only(self) -> list[Any]:
         import sympy
 
-        from satfuse.engine.capture import _STRIDE_ONLY
+        from satfuse.engine.capture.trace import _STRIDE_ONLY
 
         if self.env is None:
             return []

@@ -1,7 +1,7 @@
 """``satfuse.jit(fn)``: optimize a plain function once per case, guarded.
 
 The first call captures ``fn`` on fake copies of its inputs with int scalars and
-the chosen tensor dims symbolic (``engine/capture_graph.capture_symbolic``), then
+the chosen tensor dims symbolic (``engine/capture/graph.capture_symbolic``), then
 optimizes and lowers the trace. Every specialization the capture made (a branch
 picked by ``flag > 5``, a slice bound, a dim assumed ``>= 2``) is a guard of the
 plan; the generated prologue (``lowering/guards.py``) checks them on each call.
@@ -96,7 +96,7 @@ class Jitted:
     # ------------------------------------------------------------------ compile
     def _compile(self, args: tuple, kwargs: dict, key: Any, inputs: Sequence[Any]) -> Entry:
         from satfuse.api import Plan
-        from satfuse.engine.capture_graph import capture_symbolic
+        from satfuse.engine.capture.graph import capture_symbolic
         from satfuse.engine.optimize import optimize_trace
         from satfuse.lowering import lower
         from satfuse.lowering.guards import build_prologue

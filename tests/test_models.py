@@ -8,7 +8,7 @@ GPT-2's loss); ``SATFUSE_ALL_MODELS=1`` runs the full matrix (GPT-2 and BERT x e
 SDPA attention x eval and train). ``python bench/models.py`` prints the same checks as a
 table, with fallback ops and compile time against Inductor.
 
-The tests of module state lifted into ``satfuse.optimize`` plans (``engine/closure.py``) need
+The tests of module state lifted into ``satfuse.optimize`` plans (``engine/capture/closure.py``) need
 no transformers and always run.
 """
 

@@ -25,9 +25,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
+from ..ir import IRError, Namespace, Node, ScalarType, TensorType, Trace, Var, as_extent, dtype_name, flat_args
+from ..vocab import infer, is_opaque
 from .aten_map import ATEN_MAP, Builder, NotInVocab
-from .ir import IRError, Namespace, Node, ScalarType, TensorType, Trace, Var, as_extent, dtype_name, flat_args
-from .vocab import infer, is_opaque
 
 aten = torch.ops.aten
 

@@ -12,8 +12,8 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from .ir import FLOAT_DTYPES, TensorType, Var, as_extent, dtype_name
-from .vocab import BINARY, UNARY, prod_extents
+from ..ir import FLOAT_DTYPES, TensorType, Var, as_extent, dtype_name
+from ..vocab import BINARY, UNARY, prod_extents
 
 aten = torch.ops.aten
 ATEN_MAP: dict[Any, Callable] = {}

@@ -19,7 +19,8 @@ import sympy
 import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from .capture import (  # noqa: F401
+from ..ir import Namespace, Trace
+from .trace import (  # noqa: F401
     Captured,
     CaptureError,
     _Converter,
@@ -29,7 +30,6 @@ from .capture import (  # noqa: F401
     decomposition_table,
     range_guards,
 )
-from .ir import Namespace, Trace
 
 
 @dataclass
