@@ -63,8 +63,43 @@ class Decoder:
         return self.ns.name(self.class_name.get(cid, hint))
 
     def value(self, cid: str) -> Any:
-        if cid in self.memo:
-            return self.memo[cid]
+        """The value of class ``cid``, decoding what it depends on first. The dependencies are
+        walked with an explicit stack, never recursion: a program's dependency chain can be
+        longer than Python's recursion limit (a 10,000-op chain)."""
+        memo = self.memo
+        if cid in memo:
+            return memo[cid]
+        stack = [(cid, False)]
+        while stack:
+            c, ready = stack.pop()
+            if c in memo:
+                continue
+            if ready:
+                memo[c] = self._value_of(c)
+                continue
+            stack.append((c, True))
+            stack.extend((d, False) for d in self._value_deps(c) if d not in memo)
+        return memo[cid]
+
+    def _value_deps(self, cid: str) -> list[str]:
+        """The classes whose values ``cid``'s chosen node reads (its tensor operands)."""
+        n = self.node(cid)
+        if n.op == "Proj":
+            call = self.node(n.children[0])
+            return list_value(self.view, self.choice, call.children[1], lambda c: c)
+        spec = EGG_SPECS.get(n.op)
+        if spec is None:
+            return []
+        out: list[str] = []
+        for kind, c in zip(spec.sig, n.children):
+            if kind in ("T", "f"):
+                out.append(c)
+            elif kind == "Ts":
+                out += list_value(self.view, self.choice, c, lambda x: x)
+        return out
+
+    def _value_of(self, cid: str) -> Any:
+        """Decode one class whose operands are already decoded."""
         n = self.node(cid)
         op = n.op
         if op == "Input":
@@ -90,7 +125,6 @@ class Decoder:
             out = v
         else:
             raise IRError(f"decode: class {cid} chose {op!r}, which is not a value")
-        self.memo[cid] = out
         return out
 
     def opaque_call(self, cid: str) -> tuple[Var, ...]:

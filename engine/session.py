@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 os.environ.setdefault("RUST_BACKTRACE", "0")
 
-from egglog import bindings  # noqa: E402
+from .bindings import bindings  # noqa: E402
 
 from .loader import LOADER_PATH, loader_program, tables, tsv  # noqa: E402
 from .terms import encode  # noqa: E402
