@@ -22,7 +22,6 @@ from typing import Any, Sequence
 os.environ.setdefault("RUST_BACKTRACE", "0")
 
 from .bindings import bindings  # noqa: E402
-
 from .loader import LOADER_PATH, loader_program, tables, tsv  # noqa: E402
 from .terms import encode  # noqa: E402
 
@@ -43,12 +42,17 @@ class Source:
 class Budget:
     """Limits for one saturation. Per phase: ``iterations``; overall: ``nodes`` and ``seconds``.
 
+    ``nodes`` is a floor: the e-graph may also grow to ``growth`` times the size it had once the
+    program was loaded and analysed, so a 10k-op program still has room for every phase to run
+    (a fixed limit was used up by the program itself). :meth:`node_limit` is the bound in force.
+
     ``match_limit``/``ban_length`` configure egglog's back-off scheduler, which throttles
     explosive rules (associativity, commutativity) instead of letting them run away.
     """
 
     iterations: int = 12
     nodes: int = 100_000
+    growth: float = 4.0
     seconds: float = 10.0
     match_limit: int = 2_000
     ban_length: int = 4
@@ -56,10 +60,14 @@ class Budget:
     #: a cap (rather than saturate) keeps a pathological analysis from running away
     analysis_iterations: int = 80
 
+    def node_limit(self, loaded: int) -> int:
+        """The e-node bound for a program whose e-graph had ``loaded`` e-nodes before any phase."""
+        return max(self.nodes, int(self.growth * loaded))
+
 
 @dataclass(frozen=True)
 class StopReason:
-    kind: str  # saturated | iterations | nodes | time | conflict
+    kind: str  # saturated | iterations | nodes | time | conflict | skipped (a budget stop came first)
     limit: Any = None
 
     def __str__(self) -> str:
@@ -95,6 +103,8 @@ class SaturationReport:
 
     #: analysis conflicts found (a rule equated values of different shapes): relation -> rows
     conflicts: dict[str, int] = field(default_factory=dict)
+    #: the e-node bound in force (``Budget.node_limit`` of the loaded program)
+    node_limit: int = 0
 
     @property
     def hit_limit(self) -> list[str]:
@@ -338,7 +348,7 @@ class Session:
         sizes = self.sizes() if sizes is None else sizes
         return {k: v for k, v in sizes.items() if k in CONFLICT_RELATIONS and v}
 
-    def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport) -> bool:
+    def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport, limit: int) -> bool:
         """Run the analysis rules to a fixpoint in chunks, checking the node budget in between;
         False (and a reported stop) if the budget was hit first."""
         chunk = f"(run {analysis} {ANALYSIS_CHUNK})"
@@ -347,8 +357,8 @@ class Session:
             self._count(out, rep.analysis)
             if not out[0].report.iterations[-1].rule_set_report.changed:
                 return True
-            if self.size() > budget.nodes:
-                rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", budget.nodes), nodes=self.size()))
+            if self.size() > limit:
+                rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", limit), nodes=self.size()))
                 return False
         return True
 
@@ -369,9 +379,12 @@ class Session:
         rep = SaturationReport()
         t_start = time.perf_counter()
         lead = f"(run {analysis} {ANALYSIS_CHUNK})"
-        if not self._analysis(analysis, budget, rep):
-            phases = []  # the analysis alone hit the node budget: extract what we have
         known = self.size()  # e-nodes at the last reading
+        limit = rep.node_limit = budget.node_limit(known)
+        todo = list(phases)
+        if not self._analysis(analysis, budget, rep, limit):
+            phases = []  # the analysis alone hit the node budget: extract what we have
+            known = self.size()
         grown = 0  # rule matches since
         for phase in phases:
             pr = PhaseReport(phase)
@@ -398,8 +411,8 @@ class Session:
                 if not conflict and lead_out.report.iterations[-1].rule_set_report.changed:
                     # the lead chunk did not reach the analysis fixpoint: finish it before the next step
                     before = dict(rep.analysis)
-                    if not self._analysis(analysis, budget, rep):
-                        stop = StopReason("nodes", budget.nodes)
+                    if not self._analysis(analysis, budget, rep, limit):
+                        stop = StopReason("nodes", limit)
                         break
                     conflict = any(rep.analysis.get(r, 0) > before.get(r, 0) for r in CONFLICT_RULES)
                 if conflict:
@@ -408,11 +421,11 @@ class Session:
                     break
                 # a match adds at most a few dozen e-nodes: read the size (a print-size) only when
                 # the matches since the last reading could have crossed the budget
-                if known + NODES_PER_MATCH * grown > budget.nodes:
+                if known + NODES_PER_MATCH * grown > limit:
                     nodes = known = self.size()
                     grown = 0
-                    if nodes > budget.nodes:
-                        stop = StopReason("nodes", budget.nodes)
+                    if nodes > limit:
+                        stop = StopReason("nodes", limit)
                         break
                 if time.perf_counter() - t_start > budget.seconds:
                     stop = StopReason("time", budget.seconds)
@@ -424,7 +437,12 @@ class Session:
             rep.phases.append(pr)
             if stop.kind in ("nodes", "time", "conflict"):
                 break
-        self._analysis(analysis, budget, rep)
+        ran = {p.phase for p in rep.phases}
+        for phase in todo:  # phases a budget stop kept from running at all: reported, not silent
+            if phase not in ran:
+                reason = next((p.stop for p in reversed(rep.phases) if p.stop.kind != "saturated"), None)
+                rep.phases.append(PhaseReport(phase, stop=StopReason("skipped", str(reason))))
+        self._analysis(analysis, budget, rep, limit)
         sizes = self.sizes()
         rep.conflicts = self.conflicts(sizes)
         rep.seconds = time.perf_counter() - t_start

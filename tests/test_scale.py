@@ -1,0 +1,41 @@
+"""Scale: nothing recurses per program depth; budgets grow with the program and say what they cut."""
+
+import torch
+from satfuse.engine.session import Budget
+
+import satfuse
+
+
+def test_deep_dependency_chain():
+    """A chain far deeper than Python's recursion limit (3,000 ops) optimizes and runs."""
+
+    def f(x):
+        for _ in range(1500):
+            x = torch.tanh(x) * 1.01
+        return x
+
+    x = torch.randn(4, 8)
+    plan = satfuse.optimize(f, x)
+    torch.testing.assert_close(plan(x), f(x))
+
+
+def test_node_budget_scales_with_the_program():
+    b = Budget(nodes=1_000, growth=4.0)
+    assert b.node_limit(100) == 1_000
+    assert b.node_limit(10_000) == 40_000
+
+
+def test_budget_stop_reports_the_phases_it_skipped():
+    """A node budget smaller than the program stops before the phases; each skipped phase is
+    reported (never silently dropped) and the plan is still the program, right."""
+
+    def ce(x, y):
+        return torch.nn.functional.cross_entropy(x, y)
+
+    x, y = torch.randn(8, 16), torch.randint(0, 16, (8,))
+    plan = satfuse.optimize(ce, x, y, budget=Budget(nodes=10, growth=0.0))
+    sat = plan.engine.saturation
+    skipped = [p.phase for p in sat.phases if p.stop.kind == "skipped"]
+    assert "gather" in skipped and "algebra" in skipped, sat.table()
+    assert any("skipped" in h for h in sat.hit_limit)
+    torch.testing.assert_close(plan(x, y), ce(x, y))
