@@ -28,18 +28,19 @@ import keyword
 import time
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import sympy
 import torch
-from satfuse.engine.ir import IRError, Node, TensorType, Trace, Var
+from satfuse.engine.ir import IRError, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import IMPLS, is_opaque
 
 from . import frontend_ref, nvfuser_probe
+from .checks import CheckStep, DataCheck, builtin_checks, place_checks
 from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
-from .segments import Fallback, Segment, Step, partition
+from .segments import Fallback, Segment, partition
 from .writeback import Clone, WriteCopy, plan_writebacks
 
 EXECUTORS = ("auto", "reference", "nvfuser")
@@ -243,8 +244,11 @@ class Plan:
         return fd
 
 
-def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = "auto") -> Plan:
-    """Lower ``trace`` to an executable :class:`Plan` (see the module docstring)."""
+def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = "auto",
+          checks: Sequence[DataCheck] = ()) -> Plan:
+    """Lower ``trace`` to an executable :class:`Plan` (see the module docstring).
+
+    ``checks``: data checks to run before the first write (``checks.py``), besides the builtin ones."""
     t0 = time.perf_counter()
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
@@ -254,8 +258,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     trace.lint()
     prologue = build_prologue(trace, hints, compile_fn=False)
     _check_bound(trace, set(prologue.symbols))
-    steps: list[Step] = partition(trace)
-    wb = plan_writebacks(trace, steps)
+    steps, barrier = place_checks(partition(trace), [*builtin_checks(trace), *checks])
+    wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
 
     # names: Vars keep theirs unless they clash with the program's globals
@@ -284,6 +288,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     consts: dict[str, Any] = {}
     r = _Render(sym_local, local, consts)
 
+    glob_errors: dict[str, type] = {}
     later_reads = {local(v) for s in wb.steps for v in _reads(s)} | {
         local(o) for o in trace.outputs if isinstance(o, Var) and id(o) not in wb.output_names}
     items: list[tuple[list[str], set[str], list[str]]] = []  # (lines, names read, names defined) per step
@@ -332,6 +337,15 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             reads.add(local(step.var))
             defs = [step.name]
             lines.append(f"{step.name} = {local(step.var)}.clone()  # {step.reason}")
+        elif isinstance(step, CheckStep):
+            for c in step.checks:
+                for v in c.reads():
+                    reads.add(local(v))
+                for a in flat_args(c.args):
+                    if isinstance(a, sympy.Basic):
+                        used_syms |= a.free_symbols
+                lines.append(c.render(r.value) + (f"  # check ({c.source})" if c.source else ""))
+                glob_errors[c.error.__name__] = c.error
         items.append((lines, reads, defs))
     rets = []
     for o in trace.outputs:
@@ -392,6 +406,9 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     glob.update({"fusion": fusion, "DataType": fe.DataType, "torch": torch,
                  "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "__name__": "satfuse_plan"})
     glob.update(consts)
+    for k, err in glob_errors.items():
+        if glob.setdefault(k, err) is not err:
+            raise LoweringError(f"check error type {k} clashes with a name of the plan")
     code = compile(source, "<satfuse plan>", "exec")
     exec(code, glob)
     prologue.fn = glob["prologue"]  # compiled with the plan: one compile, and the printed plan is what runs
@@ -448,6 +465,8 @@ def _reads(step: Any) -> list[Var]:
         return [step.val]
     if isinstance(step, Clone):
         return [step.var]
+    if isinstance(step, CheckStep):
+        return step.inputs
     return []
 
 

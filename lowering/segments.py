@@ -24,6 +24,7 @@ import sympy
 from satfuse.engine.ir import Node, TensorType, Trace, Var
 from satfuse.engine.vocab import is_opaque, resolve_opaque
 
+from .checks import can_raise
 from .support import fallback_reason, segment_input_vars
 
 
@@ -172,7 +173,8 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
         for o in n.outs:
             deps[id(o)] = mask
             group_of[id(o)] = g
-    order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of))
+    fallible = {g for g, ns in enumerate(groups) if any(can_raise(n) is not None for n in ns)}
+    order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of), fallible)
     return _make_steps(trace, groups, kinds, reasons, order)
 
 
@@ -198,9 +200,12 @@ def _blocking(trace: Trace, nodes: list[Node], groups: list[list[Node]], kinds: 
     return out
 
 
-def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict[int, set[int]]) -> list[int]:
-    """Kahn's algorithm, smallest group first, except that a group computing a buffer's new
-    value waits (when something else is ready) for the groups still reading the old value."""
+def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict[int, set[int]],
+              fallible: set[int] = frozenset()) -> list[int]:  # type: ignore[assignment]
+    """Kahn's algorithm, smallest group first, except that a group that may raise on data runs
+    as soon as it is ready (so the plan's writes can all come after it: ``checks.py``), and a
+    group computing a buffer's new value waits (when something else is ready) for the groups
+    still reading the old value."""
     preds: list[set[int]] = [set() for _ in groups]
     for g, ns in enumerate(groups):
         for n in ns:
@@ -218,7 +223,9 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict
     order: list[int] = []
     done: set[int] = set()
     while ready:
-        g = next((h for h in sorted(ready) if not (blocking.get(h, set()) - done)), None)
+        g = next((h for h in sorted(ready) if h in fallible), None)
+        if g is None:
+            g = next((h for h in sorted(ready) if not (blocking.get(h, set()) - done)), None)
         if g is None:
             g = heapq.heappop(ready)
         else:

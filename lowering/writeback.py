@@ -33,6 +33,7 @@ from typing import Any
 from satfuse.engine.ir import Node, TensorType, Trace, Var
 from satfuse.engine.vocab import BINARY, UNARY
 
+from .checks import CheckStep
 from .emit import _same
 from .segments import Fallback, Segment, Step, data_inputs, may_alias_nodes
 
@@ -71,16 +72,21 @@ class WritebackPlan:
 
 
 def _step_reads(step: Step) -> list[Var]:
-    if isinstance(step, Segment):
+    if isinstance(step, (Segment, CheckStep)):
         return list(step.inputs)
     return step.node.inputs()
+
+
+def step_nodes(step: Any) -> list[Node]:
+    """The IR nodes a step runs (a check step runs none)."""
+    return list(step.nodes) if isinstance(step, (Segment, CheckStep)) else [step.node]
 
 
 def may_alias(trace: Trace, steps: list[Step]) -> dict[int, frozenset[int]]:
     """id(var) -> ids of input Vars whose (old) storage the value may share."""
     nodes = []
     for s in steps:
-        nodes.extend(s.nodes if isinstance(s, Segment) else [s.node])
+        nodes.extend(step_nodes(s))
     return may_alias_nodes(trace, nodes)
 
 
@@ -136,15 +142,18 @@ def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]], reads
     return None
 
 
-def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
-    """Decide alias vs copy for every write-back of ``trace`` (see the module docstring)."""
+def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> WritebackPlan:
+    """Decide alias vs copy for every write-back of ``trace`` (see the module docstring).
+
+    ``barrier``: index of the last step that may raise (``checks.place_checks``); no write
+    happens at or before it, so a plan that raises has written nothing."""
     wbs = list(trace.writebacks)
     if not wbs:
         return WritebackPlan(list(steps))
     al = may_alias(trace, steps)
     producer: dict[int, int] = {}
     for i, s in enumerate(steps):
-        for n in s.nodes if isinstance(s, Segment) else [s.node]:
+        for n in step_nodes(s):
             for o in n.outs:
                 producer[id(o)] = i
     written = {id(b) for b, _ in wbs}
@@ -193,6 +202,8 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
         elif last > p:
             later = steps[int(last)] if last < len(steps) else None
             why = f"the old value is read later (by {_step_label(later)})"
+        elif p <= barrier:
+            why = f"{_step_label(steps[barrier])} may raise later: nothing is written before it"
         elif al.get(id(v)):
             why = "its value may share storage with an input"
         elif any(b2 is b for b2, _ in steps[p].aliases):
@@ -213,7 +224,7 @@ def plan_writebacks(trace: Trace, steps: list[Step]) -> WritebackPlan:
             decisions[b.name] = f"aliased in {seg.name} (add_output alias_input={b.name})"
             write_at = p - 0.5  # the write happens while P runs
         else:
-            pos = max(last, float(p) if p is not None else -1.0)
+            pos = max(last, float(p) if p is not None else -1.0, float(barrier))
             src = src_name.get(id(v), v.name)
             inserts.append((pos, 2, WriteCopy(b, v, src, why)))
             lives_in[id(v)] = b
@@ -255,4 +266,6 @@ def _step_label(s: Any) -> str:
         return s.name
     if isinstance(s, Fallback):
         return f"{s.node.outs[0].name} = {s.node.op}"
+    if isinstance(s, CheckStep):
+        return "the data checks"
     return type(s).__name__

@@ -114,6 +114,7 @@ def computation(inputs, env=None):
     if env is None:
         env = prologue(inputs)
     q, k, v, mask, idx, src = inputs
+    if not (not (q.requires_grad and q.is_leaf or k.requires_grad and k.is_leaf) or not torch.is_grad_enabled()): raise RuntimeError('a leaf Variable that requires grad is being used in an in-place operation (q, k).')  # check (builtin)
     index_copy0 = eager.index_copy(q, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
     index_copy2 = eager.index_copy(k, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
     [where4] = seg0.execute([index_copy0, index_copy2, k, mask, q])

@@ -208,7 +208,8 @@ def test_writeback_decisions():
     assert st["two_buffers"]["aliased_writebacks"] == 2
     # mm reads the old value: it is scheduled before the segment computing the new one, which then aliases
     assert st["read_old_after_write"]["aliased_writebacks"] == 1 and st["read_old_after_write"]["copy_writebacks"] == 0
-    assert [type(s).__name__ for s in plan_for("read_old_after_write").steps] == ["Fallback", "Segment"]
+    assert [type(s).__name__ for s in plan_for("read_old_after_write").steps if s.kind != "check"] == [
+        "Fallback", "Segment"]
     # mm reads both the old and the new value: the copy waits until after it
     assert st["read_old_and_new"]["copy_writebacks"] == 1
     assert "the old value is read later" in plan_for("read_old_and_new").decisions["x"]

@@ -1,0 +1,187 @@
+"""The pre-write check stage: a plan completes or raises with every caller tensor untouched.
+
+Eager PyTorch raises at the op that fails, before any later op writes. A plan reorders and
+fuses, so it keeps that promise by construction instead: every *fallible* step runs before
+the plan's first write to a caller's buffer (an aliased segment output or a write-back
+copy). A step is fallible when its outcome depends on data, not only on the shapes, dtypes
+and devices the guard prologue has already fixed:
+
+- a :class:`DataCheck`: a condition on values (an index in range, a leaf that requires grad
+  written in place), rendered as ``if not (cond): raise Error(message)``, raising eager's
+  exception type;
+- a fallback op that can raise on data (:func:`can_raise`: index ops, and every opaque torch
+  op not known to fail on metadata alone), which raises eager's own error when run as a torch
+  call;
+- a segment holding an index op (the reference executor checks bounds as torch does).
+
+``lower`` asks the segmenter to run fallible steps as early as their operands allow, places
+each check right after the last value it reads exists (:func:`place_checks`), and hands the
+position of the last fallible step to ``writeback.plan_writebacks`` as the *barrier*: no
+write happens at or before it (a write-back that would alias in an earlier segment becomes a
+copy after the barrier; a copy waits for it).
+
+Other stages add checks by passing :class:`DataCheck` objects to ``lower(trace, checks=...)``
+(rule obligations on data, e.g. a gather index in range when the gather is fused and nvFuser
+would not bounds-check). :func:`builtin_checks` are the ones every plan gets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from satfuse.engine.ir import Node, Trace, Var, flat_args
+from satfuse.engine.vocab import OPS, is_opaque
+
+#: vocabulary ops whose result depends on index *values* (out of range raises in torch)
+INDEX_OPS = frozenset(op for op, spec in OPS.items() if spec.kind == "index")
+
+#: opaque torch ops (aten names) that fail only on metadata the guard prologue fixes (shapes,
+#: dtypes, devices), never on values: running them after a write cannot break atomicity
+METADATA_ONLY = frozenset({
+    "mm", "bmm", "addmm", "addmv", "mv", "matmul", "baddbmm", "addbmm", "linear", "dot", "vdot", "outer",
+    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "convolution_backward",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention", "scaled_dot_product_attention", "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_flash_attention_for_cpu_backward", "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_flash_attention_backward",
+    "native_dropout", "bernoulli", "rand", "rand_like", "randn", "randn_like", "normal", "uniform",
+    "clone", "_to_copy", "contiguous", "copy", "view", "_unsafe_view", "expand", "permute", "t", "transpose",
+    "slice", "select", "unsqueeze", "squeeze", "alias", "detach", "as_strided", "unfold", "diagonal",
+    "split", "split_with_sizes", "chunk", "unbind",
+    "cumsum", "cumprod", "sort", "argsort", "topk", "max_pool2d_with_indices", "avg_pool2d", "flip", "roll",
+    "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional", "native_batch_norm_backward", "native_group_norm",
+    "native_group_norm_backward", "_softmax", "_log_softmax", "mean", "sum", "var_mean", "amax", "amin", "max",
+    "min", "triu", "tril", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like", "full", "full_like",
+    "arange", "scalar_tensor", "lift_fresh_copy", "fill", "constant_pad_nd", "upsample_nearest2d",
+    "upsample_bilinear2d", "tanh", "sigmoid", "exp", "log", "relu", "gelu", "erf", "pow", "sqrt", "rsqrt",
+})
+
+
+class PlanCheckError(RuntimeError):
+    """Default error of a :class:`DataCheck` whose eager counterpart has no better type."""
+
+
+@dataclass(eq=False)
+class DataCheck:
+    """``if not (cond): raise error(message)``, run before the plan's first write.
+
+    ``cond`` is Python text with ``{0}``, ``{1}``, ... standing for ``args`` (Vars, extents,
+    numbers), which the plan renders as its own local names (symbolic extents as Python on the
+    bound symbols); ``torch`` is in scope. ``error`` is the exception type eager raises for the
+    same input (IndexError for an out-of-range index, RuntimeError, ...). ``source`` says who
+    asked for it (a rule name, "builtin")."""
+
+    cond: str
+    args: tuple
+    error: type[BaseException] = PlanCheckError
+    message: str = ""
+    source: str = ""
+
+    def reads(self) -> list[Var]:
+        return [a for a in flat_args(self.args) if isinstance(a, Var)]
+
+    def render(self, value: Any) -> str:
+        """The check as one line of the plan; ``value`` renders one argument."""
+        cond = self.cond.format(*(value(a) for a in self.args))
+        return f"if not ({cond}): raise {self.error.__name__}({self.message!r})"
+
+
+@dataclass(eq=False)
+class CheckStep:
+    """Checks placed at one point of the plan (after the step computing their last operand)."""
+
+    checks: list[DataCheck]
+    name: str = "checks"
+    kind = "check"
+    nodes: list[Node] = field(default_factory=list)  # runs no IR node
+
+    @property
+    def inputs(self) -> list[Var]:
+        out: list[Var] = []
+        for c in self.checks:
+            out += [v for v in c.reads() if all(v is not o for o in out)]
+        return out
+
+
+def _aten_name(op: str) -> str:
+    parts = op.split(".")
+    return parts[1] if len(parts) > 1 else op
+
+
+def can_raise(node: Node) -> str | None:
+    """Why running ``node`` can raise on data the guards do not fix (None: it cannot)."""
+    if node.op in INDEX_OPS:
+        return f"{node.op} raises on an out-of-range index"
+    if is_opaque(node.op):
+        name = _aten_name(node.op)
+        if name.rstrip("_") in METADATA_ONLY or name in METADATA_ONLY:
+            return None
+        return f"the torch op {node.op} may raise on values"
+    return None
+
+
+def step_can_raise(step: Any) -> str | None:
+    """A step (segment, fallback, check) that may raise on data: why, else None."""
+    if isinstance(step, CheckStep):
+        return "data check"
+    nodes = getattr(step, "nodes", None)
+    if nodes is None:
+        node = getattr(step, "node", None)
+        nodes = [node] if node is not None else []
+    for n in nodes:
+        why = can_raise(n)
+        if why is not None:
+            return why
+    return None
+
+
+def builtin_checks(trace: Trace) -> list[DataCheck]:
+    """Checks every plan gets: no input written in place is a leaf that requires grad while grad
+    mode is on (eager's in-place op raises RuntimeError before writing). One line for all."""
+    bufs = tuple(b for b, _ in trace.writebacks)
+    if not bufs:
+        return []
+    leaf = " or ".join(f"{{{i}}}.requires_grad and {{{i}}}.is_leaf" for i in range(len(bufs)))
+    names = ", ".join(b.name for b in bufs)
+    return [DataCheck(f"not ({leaf}) or not torch.is_grad_enabled()", bufs, RuntimeError,
+                      f"a leaf Variable that requires grad is being used in an in-place operation ({names}).",
+                      "builtin")]
+
+
+def place_checks(steps: list[Any], checks: Sequence[DataCheck]) -> tuple[list[Any], int]:
+    """Insert each check right after the step producing the last Var it reads (inputs: first).
+
+    Returns the new steps and the index of the last fallible step (-1 when none): the write
+    barrier of ``writeback.plan_writebacks``."""
+    produced_at: dict[int, int] = {}
+    for i, s in enumerate(steps):
+        for n in _nodes(s):
+            for o in n.outs:
+                produced_at[id(o)] = i
+    after: dict[int, list[DataCheck]] = {}
+    for c in checks:
+        pos = max((produced_at.get(id(v), -1) for v in c.reads()), default=-1)
+        after.setdefault(pos, []).append(c)
+    out: list[Any] = []
+    if -1 in after:
+        out.append(CheckStep(after[-1]))
+    for i, s in enumerate(steps):
+        out.append(s)
+        if i in after:
+            out.append(CheckStep(after[i]))
+    barrier = max((i for i, s in enumerate(out) if step_can_raise(s) is not None), default=-1)
+    return out, barrier
+
+
+def _nodes(step: Any) -> list[Node]:
+    nodes = getattr(step, "nodes", None)
+    if nodes is not None:
+        return list(nodes)
+    node = getattr(step, "node", None)
+    return [node] if node is not None else []
+
+
+__all__ = ["CheckStep", "DataCheck", "INDEX_OPS", "METADATA_ONLY", "PlanCheckError", "builtin_checks", "can_raise",
+           "place_checks", "step_can_raise"]
