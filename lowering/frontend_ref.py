@@ -84,6 +84,15 @@ def _resolve(x: Any, slots: list) -> Any:
     return x
 
 
+def _val_ids(x: Any, into: set[int]) -> set[int]:
+    if isinstance(x, Val):
+        into.add(x.idx)
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            _val_ids(y, into)
+    return into
+
+
 def _has_val(x: Any) -> bool:
     if isinstance(x, Val):
         return True
@@ -100,6 +109,7 @@ class FusionDefinition:
         self._aliases: list[tuple[Val, Val]] = []
         self._n = 0
         self._device = torch.device("cpu")
+        self._frees: list[tuple[int, ...]] | None = None
         self.ops = _Ops(self)
 
     def __enter__(self) -> "FusionDefinition":
@@ -157,6 +167,22 @@ class FusionDefinition:
         self._aliases.append((output, alias_input))
 
     # ------------------------------------------------------------------ execution
+    def _last_uses(self) -> list[tuple[int, ...]]:
+        """Per recorded op, the slots no later op reads (and that are not results): ``execute``
+        drops them right after, so a segment holds what eager would hold, not every
+        intermediate until it returns (nvFuser keeps intermediates in registers)."""
+        keep = {o.idx for o in self._outputs} | {i for pair in self._aliases for i in (pair[0].idx, pair[1].idx)}
+        last: dict[int, int] = {}
+        for k, (_, args, kwargs, out, _) in enumerate(self._prog):
+            for i in _val_ids(list(kwargs.values()), _val_ids(args, set())):
+                last[i] = k
+            last.setdefault(out, k)  # a result nothing reads is dropped at once
+        frees: list[list[int]] = [[] for _ in self._prog]
+        for i, k in last.items():
+            if i not in keep:
+                frees[k].append(i)
+        return [tuple(f) for f in frees]
+
     def execute(self, inputs: list, *, device: Any = None, **_: Any) -> list[torch.Tensor]:
         if not self._outputs and not self._aliases:
             raise NotImplementedError("Fusion is empty!")
@@ -173,12 +199,17 @@ class FusionDefinition:
                 raise FrontendError(f"scalar input v{v.idx} given a tensor")
             slots[v.idx] = x
         self._device = dev or (torch.device(device) if device is not None else torch.device("cpu"))
-        for fn, args, kwargs, out, line in self._prog:
+        frees = self._frees
+        if frees is None:
+            frees = self._frees = self._last_uses()
+        for (fn, args, kwargs, out, line), dead in zip(self._prog, frees):
             try:
                 slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
             except Exception as e:
                 e.satfuse_line = line  # type: ignore[attr-defined]  # the generated line that recorded the op
                 raise
+            for i in dead:
+                slots[i] = None
         outs = [slots[o.idx] for o in self._outputs]
         vals = [(inp, slots[o.idx]) for o, inp in self._aliases]
         for inp, val in vals:
