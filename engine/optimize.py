@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from . import log
 from .costs import CostModel
 from .decode import decode
 from .egraph import EGraphView
@@ -46,6 +47,7 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
                    extractor: str = "greedy-dag", keep_session: bool = False) -> EngineResult:
     """Saturate ``trace`` with the rules in ``sources`` (phase by phase) and extract the
     cheapest equivalent program for ``target`` ('nvfuser' or 'eager')."""
+    log.register_with_torch()
     timings: dict[str, float] = {}
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
     t_load = time.perf_counter()
@@ -94,5 +96,24 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     for c in reachable(view, root_classes, ex.choice):
         op = view.nodes[ex.choice[c]].op
         chosen[op] = chosen.get(op, 0) + 1
+    _log_result(rep, ex, view, out, timings)
     return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sess,
                         {v.name: var_class[id(v)] for v in all_vars}, {v.name: enc.ref_of(v) for v in all_vars})
+
+
+def _log_result(rep: SaturationReport, ex: Extraction, view: EGraphView, out: Trace, timings: dict[str, float]) -> None:
+    """What ``TORCH_LOGS="satfuse"`` shows of one optimization (formatted only when enabled)."""
+    lg = log.engine
+    if not lg.isEnabledFor(20):
+        return
+    stops = ", ".join(f"{p.phase}: {p.stop} after {p.iterations} it" for p in rep.phases)
+    lg.info("saturated to %d e-nodes (limit %d) in %.1f ms: %s", rep.nodes, rep.node_limit, rep.seconds * 1e3, stops)
+    fired = {k: v for k, v in sorted(rep.matches.items()) if v and not k.startswith("lang/")}
+    if fired:
+        lg.info("rules that matched: %s", ", ".join(f"{k} x{v}" for k, v in fired.items()))
+    if rep.hit_limit:
+        lg.info("budget reached: %s", "; ".join(rep.hit_limit))
+    lg.info("extracted with %s from %d e-nodes: DAG cost %.4g (tree %.4g)%s", ex.method, len(view.nodes), ex.dag_cost,
+            ex.tree_cost, f"; {ex.note}" if ex.note else "")
+    lg.info("engine timings (ms): %s", ", ".join(f"{k}={v * 1e3:.1f}" for k, v in timings.items()))
+    lg.debug("chosen program:\n%s", out)

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 
 import sympy
 import torch
+from satfuse.engine import log
 from satfuse.engine.ir import IRError, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import IMPLS, is_opaque
@@ -417,6 +418,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                 time.perf_counter() - t0)
     plan._fn = fn
     plan._fusions = fusions
+    log.lowering.info("lowered %s: %s (%.1f ms)", trace.name, plan.stats(), plan.lower_seconds * 1e3)
+    log.lowering.debug("plan:\n%s", source)
     return plan
 
 

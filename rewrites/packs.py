@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from satfuse.engine import log
 from satfuse.engine.session import RuleError, Session, Source
 
 #: the order in which phases run (a phase is a ruleset); unknown user rulesets run after these
@@ -160,6 +161,8 @@ def load_catalogue(dirs: Sequence[str | Path] = (), include_builtin: bool = True
         cat.sources.append(Source(str(f), text))
     if check:
         Session(cat.sources)  # type errors, unknown constructors: RuleError with file:line
+    log.rules.info("loaded %d rules from %d pack(s): %s", len(cat.rules), len(cat.sources) - 1,
+                   ", ".join(s.path for s in cat.sources[1:]))
     return cat
 
 

@@ -12,10 +12,28 @@ entry point) does not pull in the whole pipeline.
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Options", "Plan", "jit", "optimize"]
+
+#: public error classes -> the module that defines them (imported on first use)
+ERRORS = {
+    "IRError": "satfuse.engine.ir",  # a malformed program (base of the capture and lowering errors)
+    "CaptureError": "satfuse.engine.capture.trace",  # the program cannot be traced / converted
+    "RuleError": "satfuse.engine.session",  # a rule pack is malformed or a rule is unsound here
+    "GuardError": "satfuse.lowering.guards",  # a call breaks an assumption of the plan (nothing ran)
+    "PlanCheckError": "satfuse.lowering.checks",  # a data check before the first write failed
+    "LoweringError": "satfuse.lowering.plan",  # the optimized program cannot be lowered
+    "SegmentError": "satfuse.lowering.plan",  # a fusion segment failed while running
+    "CacheLimitError": "satfuse.lowering.cache",  # jit: no cached plan fits and the cache is full
+    "RecompileError": "satfuse.lowering.cache",  # jit: no cached plan fits and a new one failed
+    "BackendError": "satfuse.backend",  # torch.compile: a Dynamo graph could not be compiled
+}
+__all__ = ["Options", "Plan", "jit", "optimize", *ERRORS]
 
 
 def __getattr__(name: str) -> Any:
+    if name in ERRORS:
+        import importlib
+
+        return getattr(importlib.import_module(ERRORS[name]), name)
     if name in ("Options", "Plan", "optimize"):
         from satfuse import api
 

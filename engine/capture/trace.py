@@ -25,7 +25,9 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
+from .. import log
 from ..ir import IRError, Namespace, Node, ScalarType, TensorType, Trace, Var, as_extent, dtype_name, flat_args
+from ..log import quiet_torch_tracing
 from ..vocab import infer, is_opaque
 from .aten_map import ATEN_MAP, Builder, NotInVocab
 
@@ -127,7 +129,8 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
 
     try:
         with mode:
-            gm = make_fx(flat_fn, tracing_mode="real", decomposition_table=decomposition_table())(*fakes)
+            with quiet_torch_tracing():
+                gm = make_fx(flat_fn, tracing_mode="real", decomposition_table=decomposition_table())(*fakes)
     except IRError:
         raise
     except Exception as e:  # torch raises many kinds; say where it came from
@@ -139,6 +142,9 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
     trace.name = name if name and name.isidentifier() else "computation"
     secs = time.perf_counter() - t0
     trace.provenance = f"capture ({secs * 1e3:.1f} ms)"
+    log.capture.info("captured %s: %d ops, %d inputs, %d write-backs, %d guards (%.1f ms)", trace.name,
+                     len(trace.nodes), len(trace.inputs), len(trace.writebacks), len(trace.guards), secs * 1e3)
+    log.capture.debug("captured trace:\n%s", trace)
     return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs,
                     conv.hints)
 
