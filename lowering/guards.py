@@ -18,7 +18,8 @@ It is compiled once; the hot path is plain Python (no sympy). A failed check rai
 built on failure.
 
 What is checked, in order: input kind (tensor / int / float / bool), dtype, device,
-rank; static extents; symbols bound at their first occurrence (a tensor dim whose
+rank; which tensor inputs share memory (``aliasing.py``: the pattern the plan was built for);
+static extents; symbols bound at their first occurrence (a tensor dim whose
 extent is a bare symbol, or an int input whose value is a symbol) and every later
 occurrence or compound extent checked equal; scalar constants; every predicate in
 ``trace.guards``; and extent obligations: every symbolic extent of every node's result
@@ -38,6 +39,9 @@ import torch
 import torch.utils._sympy.functions as tsf
 from satfuse.engine.ir import DTYPES, ScalarType, TensorType, Trace, Var
 from sympy.core.relational import Relational
+
+from .aliasing import Pattern, describe, guard_source, written_positions
+from .aliasing import pattern as alias_pattern
 
 
 class GuardError(ValueError):
@@ -179,6 +183,7 @@ class Check:
     cond: str
     text: str
     inputs: tuple[int, ...]  # which inputs to show on failure
+    explain: Callable[[list], str] | None = None  # the whole message on failure, from the inputs
 
 
 @dataclass
@@ -209,8 +214,12 @@ def _describe(v: Any) -> str:
 DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
 
 
-def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile_fn: bool = True) -> Prologue:
+def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile_fn: bool = True,
+                   aliasing: Pattern = ()) -> Prologue:
     """Generate and compile the guard prologue of ``trace`` (see the module docstring).
+
+    ``aliasing``: the memory-sharing pattern of the inputs the plan was built for
+    (``aliasing.pattern``; empty: every tensor input has its own memory).
 
     ``hints`` (symbol name -> example value, as capture records them) are used only for
     symbols that no input binds directly (they appear only inside compound extents): those
@@ -227,8 +236,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     body: list[str] = []
     where: dict[str, str] = {}
 
-    def check(cond: str, text: str, idx: tuple[int, ...]) -> None:
-        c = Check(cond, text, idx)
+    def check(cond: str, text: str, idx: tuple[int, ...], explain: Callable[[list], str] | None = None) -> None:
+        c = Check(cond, text, idx, explain)
         pending.append(c)
         checks.append(c)
 
@@ -286,15 +295,22 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
             else:
                 check(f"isinstance({v.name}, bool)", f"{v.name} is a bool", (i,))
             flush(f"{v.name}: {t}")
-    # 1b. a buffer written in place must not overlap itself (e.g. expanded strides): eager's
-    # result there depends on loop order, so no plan can promise to match it
-    written = {b.name for b, _ in trace.writebacks}
-    for i, v in enumerate(ins):
-        if v.name in written and isinstance(v.type, TensorType):
-            glob["_overlap"] = torch._debug_has_internal_overlap
-            check(f"{v.name}.is_contiguous() or _overlap({v.name}) != 1",
-                  f"{v.name} does not overlap itself (it is written in place)", (i,))
-            flush()
+    # 1b. memory sharing between tensor inputs, and self-overlap of written ones (aliasing.py)
+    tensor_ins = [(i, v.name) for i, v in enumerate(ins) if isinstance(v.type, TensorType)]
+    written = written_positions(trace)
+    cond = guard_source(tensor_ins, written, aliasing)
+    if cond != "True":
+        names = [v.name for v in ins]
+        glob["_alias_pattern"] = alias_pattern
+        glob["_expected_aliasing"] = aliasing
+
+        def explain(inputs: list) -> str:
+            got = alias_pattern(inputs, written)
+            return (f"guard failed: input aliasing differs from the plan's: the plan was built for "
+                    f"{describe(aliasing, names)}; this call has {describe(got, names)}")
+
+        check(cond, f"input aliasing: {describe(aliasing, names)}", tuple(i for i, _ in tensor_ins), explain)
+        flush()
     # 2. static extents, symbol binding, equalities
     deferred: list[tuple[Any, str, str, int]] = []  # (expr, python value, readable, input)
     for i, v in enumerate(ins):
@@ -387,6 +403,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 break
         else:
             c = groups[k][0]
+        if c.explain is not None:
+            raise GuardError(c.explain(inputs))
         ctx = []
         for j in c.inputs:
             x = inputs[j]

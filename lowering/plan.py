@@ -38,6 +38,7 @@ from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import IMPLS, is_opaque
 
 from . import frontend_ref, nvfuser_probe
+from .aliasing import Pattern
 from .checks import CheckStep, DataCheck, builtin_checks, place_checks
 from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
@@ -246,10 +247,12 @@ class Plan:
 
 
 def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = "auto",
-          checks: Sequence[DataCheck] = ()) -> Plan:
+          checks: Sequence[DataCheck] = (), aliasing: Pattern = ()) -> Plan:
     """Lower ``trace`` to an executable :class:`Plan` (see the module docstring).
 
-    ``checks``: data checks to run before the first write (``checks.py``), besides the builtin ones."""
+    ``checks``: data checks to run before the first write (``checks.py``), besides the builtin ones.
+    ``aliasing``: the memory-sharing pattern of the inputs it was traced on (``aliasing.pattern``),
+    which the prologue requires of every call."""
     t0 = time.perf_counter()
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
@@ -257,7 +260,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         cuda = any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda") for v in trace.inputs)
         executor = "nvfuser" if cuda and nvfuser_probe.probe().available else "reference"
     trace.lint()
-    prologue = build_prologue(trace, hints, compile_fn=False)
+    prologue = build_prologue(trace, hints, compile_fn=False, aliasing=aliasing)
     _check_bound(trace, set(prologue.symbols))
     steps, barrier = place_checks(partition(trace), [*builtin_checks(trace), *checks])
     wb = plan_writebacks(trace, steps, barrier)

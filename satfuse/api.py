@@ -17,7 +17,9 @@ from satfuse.engine import Captured, Trace, capture
 from satfuse.engine.capture.closure import ClosureState, closure_state
 from satfuse.engine.optimize import EngineResult, optimize_trace
 from satfuse.engine.session import Budget
-from satfuse.lowering import lower
+from satfuse.lowering import GuardError, lower
+from satfuse.lowering.aliasing import describe, runs_eagerly, written_positions
+from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.rewrites import load_catalogue
 from satfuse.rewrites.packs import Catalogue, builtin_catalogue
 
@@ -173,6 +175,7 @@ def gc_paused() -> Iterator[None]:
 def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, opts: Options) -> Plan:
     timings: dict[str, float] = {}
     captured: Captured | None = None
+    aliasing: tuple = ()
     if isinstance(fn_or_trace, Trace):
         trace, hints = fn_or_trace, {}
     else:
@@ -184,15 +187,31 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, opts: Option
             captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic)
         timings["capture"] = captured.seconds
         trace, hints = captured.trace, captured.symbol_hints
+        aliasing = _example_aliasing(captured)
     cat = opts.catalogue()
     phases = list(opts.phases) if opts.phases is not None else cat.phases
     engine = optimize_trace(trace, cat.sources, phases, target=opts.target, hints=hints, budget=opts.budget,
                             extractor=opts.extractor)
     timings.update({k: v for k, v in engine.timings.items()})
     t0 = time.perf_counter()
-    lowered = lower(engine.trace, hints=hints, executor=opts.executor)
+    lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing)
     timings["lower"] = time.perf_counter() - t0
     return Plan(lowered, captured, engine, timings, state if captured is not None else None, catalogue=cat)
+
+
+def _example_aliasing(captured: Captured) -> tuple:
+    """The memory-sharing pattern of the example inputs: every call must have the same one
+    (``lowering/aliasing.py``). A written input that overlaps itself or another input has no
+    plan: eager writes memory element by element, a plan computes values."""
+    values = [captured.leaves[i] for i in captured.input_leaf_positions]
+    pat = aliasing_of(captured.trace, values)
+    why = runs_eagerly(pat, written_positions(captured.trace))
+    if why is not None:
+        names = [v.name for v in captured.trace.inputs]
+        raise GuardError(f"satfuse.optimize: the example inputs cannot have a plan: {describe(pat, names)}, and an "
+                         f"input is written in place ({why}); pass inputs that do not share memory "
+                         "(satfuse.jit runs such calls eagerly)")
+    return pat
 
 
 def _lift_state(fn: Callable, example_inputs: tuple, state: ClosureState,

@@ -24,6 +24,7 @@ graphs (trace, plan, timings) for inspection and tests.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -147,11 +148,13 @@ class _Backend:
         from satfuse.engine.capture.graph import trace_from_graph
         from satfuse.engine.capture.trace import decomposition_table
         from satfuse.engine.optimize import optimize_trace
-        from satfuse.lowering import lower
+        from satfuse.lowering import GuardError, lower
+        from satfuse.lowering.aliasing import of_trace, runs_eagerly, written_positions
 
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
         opts = Options(**self.options)
+        graph = gm  # Dynamo's own graph: runs eagerly where no plan may
         gm, consts = _lift_get_attrs(gm)
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
         n_graph = len(phs) - len(consts)
@@ -206,6 +209,12 @@ class _Backend:
         t1 = time.perf_counter()
         gt = trace_from_graph(agm, fake_args, shape_env, names=names, name=f"{kind}_graph")
         timings["convert"] = time.perf_counter() - t1
+        with shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext():
+            # Dynamo's fakes share storage as the real inputs do; read on hints, as AOTAutograd
+            # does (no Dynamo guard: the plan's prologue checks the pattern of every call)
+            aliasing = of_trace(gt.trace, fake_args)
+        if runs_eagerly(aliasing, written_positions(gt.trace)):
+            return graph
         cat = _catalogue(opts)
         phases = list(opts.phases) if opts.phases is not None else cat.phases
         engine = optimize_trace(gt.trace, cat.sources, phases, target=opts.target, hints=gt.hints,
@@ -213,7 +222,7 @@ class _Backend:
         timings.update(engine.timings)
         added = _install_guards(gt, engine.trace, shape_env)
         t2 = time.perf_counter()
-        plan = lower(engine.trace, hints=gt.hints, executor=opts.executor)
+        plan = lower(engine.trace, hints=gt.hints, executor=opts.executor, aliasing=aliasing)
         timings["lower"] = time.perf_counter() - t2
         timings["total"] = time.perf_counter() - t0
         LAST.append(Compiled(kind, gt.trace, plan, engine, timings, added, dropped))
@@ -221,12 +230,14 @@ class _Backend:
         n_out = len(engine.trace.outputs)
         extra = tuple(consts)
 
-        if extra:
-            def run(*args: Any) -> Any:
+        def run(*args: Any) -> Any:
+            # Dynamo does not guard how inputs overlap (only that distinct inputs are distinct
+            # objects): a call whose aliasing differs from the plan's fails its prologue before
+            # anything is written, and runs Dynamo's graph eagerly instead
+            try:
                 return tuple(plan(*args, *extra))
-        else:
-            def run(*args: Any) -> Any:
-                return tuple(plan(*args))
+            except GuardError:
+                return graph(*args)
 
         run.__doc__ = f"satfuse {kind} plan ({n_out} outputs)"
         run.satfuse_plan = plan  # type: ignore[attr-defined]

@@ -30,7 +30,10 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from satfuse.lowering.cache import Entry, PlanCache, RunEagerly, fast_prologue
+from satfuse.lowering.aliasing import of_trace as aliasing_of
+from satfuse.lowering.aliasing import pattern as alias_pattern
+from satfuse.lowering.aliasing import runs_eagerly, written_positions
+from satfuse.lowering.cache import Entry, PlanCache, fast_prologue
 from satfuse.lowering.guards import GuardError
 
 _LEAF_TYPES = (torch.Tensor, int, float, bool)
@@ -83,7 +86,7 @@ class Jitted:
             self.grad_eager_calls += 1
             return self.fn(*args, **kwargs)
         entry, env = self.cache.get(inputs, lambda: self._compile(args, kwargs, key, inputs), key)
-        if entry is None:  # cache full with on_limit="eager", or aliased inputs a plan would mutate
+        if entry is None or entry.plan is None:  # cache full with on_limit="eager", or an aliasing no plan serves
             return self.fn(*args, **kwargs)
         plan = entry.plan
         self.last_plan = plan
@@ -99,13 +102,13 @@ class Jitted:
         from satfuse.engine.capture.graph import capture_symbolic
         from satfuse.engine.optimize import optimize_trace
         from satfuse.lowering import lower
-        from satfuse.lowering.guards import build_prologue
 
         opts = self.options
         cap = capture_symbolic(self.fn, *args, dynamic=self.dynamic, **kwargs)
         timings = {"capture": cap.seconds}
-        if cap.trace.writebacks and _aliased(cap.trace, inputs):
-            raise RunEagerly("a mutated input shares memory with another input")
+        aliasing = aliasing_of(cap.trace, inputs)
+        if runs_eagerly(aliasing, written_positions(cap.trace)):
+            return Entry(check=_pattern_check(aliasing, written_positions(cap.trace)), plan=None, key=key)
         if self._catalogue is None:
             self._catalogue = opts.catalogue()
         cat = self._catalogue
@@ -115,15 +118,10 @@ class Jitted:
                                 budget=opts.budget, extractor=opts.extractor)
         timings.update(engine.timings)
         t0 = time.perf_counter()
-        lowered = lower(engine.trace, hints=hints, executor=opts.executor)
+        lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing)
         timings["lower"] = time.perf_counter() - t0
         plan = Plan(lowered, cap, engine, timings)
-        prologue = getattr(lowered, "prologue", None)
-        if not callable(prologue):
-            prologue = build_prologue(engine.trace, hints)
-        check = fast_prologue(prologue)
-        if engine.trace.writebacks:
-            check = _alias_checked(check, engine.trace)
+        check = fast_prologue(lowered.prologue)  # guards the aliasing pattern too: another one recompiles
         run = lowered.run_unchecked
         return Entry(check=check, plan=plan, key=key, info={"out_spec": cap.out_spec, "run": run})
 
@@ -139,41 +137,15 @@ def _const_key(x: Any) -> Any:
         return ("id", id(x))
 
 
-def _aliased(trace: Any, inputs: Sequence[Any]) -> bool:
-    """Does a mutated tensor input share memory with another tensor input?"""
-    written = {id(b) for b, _ in trace.writebacks}
-    ptrs: dict[int, int] = {}
-    for v, x in zip(trace.inputs, inputs):
-        if isinstance(x, torch.Tensor):
-            p = x.untyped_storage().data_ptr()
-            if p in ptrs and (id(v) in written or ptrs[p] in written) and x.numel() > 0:
-                return True
-            ptrs.setdefault(p, id(v))
-    return False
+def _pattern_check(expected: tuple, written: list[int]) -> Callable[[Sequence[Any]], Any]:
+    """The guard of an entry that runs eagerly: the call has the aliasing pattern no plan serves."""
 
+    def check(inputs: Sequence[Any]) -> dict:
+        if alias_pattern(inputs, written) != expected:
+            raise GuardError("aliasing pattern differs")
+        return {}
 
-def _alias_checked(prologue: Callable, trace: Any) -> Callable:
-    """The prologue, plus: no mutated input shares memory with another input (eager would
-    see the write through the alias; the plan reads the old values). The fast test is one
-    set of storage addresses; only a collision runs the exact test."""
-    idx = [i for i, v in enumerate(trace.inputs) if v.is_tensor]
-    names = ", ".join(b.name for b, _ in trace.writebacks)
-    if len(idx) < 2:
-        return prologue
-    ptrs = ", ".join(f"inputs[{i}].untyped_storage().data_ptr()" for i in idx)
-    src = (f"def check(inputs):\n    env = prologue(inputs)\n"
-           f"    if len({{{ptrs}}}) != {len(idx)} and aliased(trace, inputs):\n"
-           f"        raise AliasError('guard failed: an input shares memory with a mutated input ({names})')\n"
-           f"    return env\n")
-    glob = {"prologue": prologue, "aliased": _aliased, "trace": trace, "AliasError": _AliasError}
-    exec(compile(src, "<satfuse alias guard>", "exec"), glob)
-    check = glob["check"]
-    check.__wrapped__ = prologue
     return check
-
-
-class _AliasError(GuardError):
-    pass
 
 
 def jit(fn: Callable | None = None, *, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,

@@ -96,11 +96,21 @@ def test_mutation_visible_and_aliasing_safe():
     out = f(x, y)
     want = add_mul(xe, y)
     assert torch.allclose(out, want) and torch.allclose(x, xe)
-    # the same tensor twice: eager adds x to itself; a plan would read stale values -> runs eagerly
+    # the same tensor twice: eager adds x to itself; the aliasing pattern is part of the key -> a
+    # plan for that pattern, reused for the next such call
     a = torch.randn(4)
     ae = a.clone()
     assert torch.allclose(f(a, a), add_mul(ae, ae)) and torch.allclose(a, ae)
-    assert f.cache.stats()["eager_calls"] == 1
+    assert f.cache.stats()["compiles"] == 2
+    b = torch.randn(4)
+    be = b.clone()
+    assert torch.allclose(f(b, b), add_mul(be, be)) and torch.allclose(b, be)
+    assert f.cache.stats()["compiles"] == 2
+    # overlapping views, one written: no plan can match eager's element order -> eager (which raises here)
+    base = torch.arange(6.0)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        f(base[:4], base[1:5])
+    assert torch.equal(base, torch.arange(6.0)) and f.cache.stats()["compiles"] == 3
 
 
 def test_structure_kwargs_and_constants():
