@@ -96,7 +96,7 @@ def optimize_and_measure(prog: Program, target: str) -> dict[str, Any]:
     rec: dict[str, Any] = {"program": prog.title, "name": prog.name, "target": target, "note": ""}
     inputs = prog.inputs("meta")
     try:
-        plan = satfuse.optimize(prog.fn, *inputs, target=target, executor="reference")
+        plan = satfuse.optimize(prog.fn, *inputs, options={"target": target, "executor": "reference"})
         trace, hints, captured = plan.trace, plan.captured.symbol_hints, plan.captured.trace
         timings = dict(plan.timings)
         steps = plan.lowered.steps
@@ -131,7 +131,7 @@ def _child(index: int, target: str, q: Any) -> None:
         # session pool, reported as "load"; first calls of the lowering). A warm-up on a related
         # program (CE forward) would favour whichever side it warms.
         import satfuse
-        warm = satfuse.optimize(softmax, *softmax_inputs("meta"), target=target, executor="reference")
+        warm = satfuse.optimize(softmax, *softmax_inputs("meta"), options={"target": target, "executor": "reference"})
         from satfuse.engine.pool import POOL
         POOL.drain()  # its rollback must not overlap the measured capture
         rec = optimize_and_measure(REAL[index], target)
@@ -339,7 +339,7 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
         except Exception as e:  # noqa: BLE001
             print(f"{prog.title:<26} inductor  failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
         try:
-            plan = satfuse.optimize(prog.fn, *inputs, target="nvfuser")
+            plan = satfuse.optimize(prog.fn, *inputs, options={"target": "nvfuser"})
             variants.append(("satfuse", plan.lowered.executor, plan))
         except Exception as e:  # noqa: BLE001
             print(f"{prog.title:<26} satfuse   failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")

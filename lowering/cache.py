@@ -18,6 +18,7 @@ Public API: :class:`PlanCache`, :class:`Entry`, :class:`CacheLimitError`,
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -28,6 +29,10 @@ ON_LIMIT = ("raise", "eager")
 
 class CacheLimitError(RuntimeError):
     """No cached plan accepts the call and the cache is full (``on_limit="raise"``)."""
+
+
+class RecompileLimitWarning(UserWarning):
+    """The plan cache is full and calls no plan accepts now run eagerly (warned once per cache)."""
 
 
 class RunEagerly(Exception):
@@ -58,7 +63,7 @@ class Entry:
 class PlanCache:
     """Bounded, ordered list of plans guarded by their prologues (see module doc)."""
 
-    def __init__(self, max_plans: int = 8, on_limit: str = "raise", name: str = "plan cache") -> None:
+    def __init__(self, max_plans: int = 8, on_limit: str = "eager", name: str = "plan cache") -> None:
         if on_limit not in ON_LIMIT:
             raise ValueError(f"on_limit must be one of {ON_LIMIT}, got {on_limit!r}")
         if max_plans < 1:
@@ -75,6 +80,7 @@ class PlanCache:
         self.guard_checks = 0
         self.guard_ns = 0
         self.compile_seconds = 0.0
+        self.warned = False
 
     # ------------------------------------------------------------------ lookup
     def lookup(self, inputs: Sequence[Any], key: Any = None) -> tuple[Entry | None, Any, list[tuple[int, Exception]]]:
@@ -116,6 +122,11 @@ class PlanCache:
         if len(self.entries) >= self.max_plans:
             if self.on_limit == "eager":
                 self.eager_calls += 1
+                if not self.warned:
+                    self.warned = True
+                    warnings.warn(f"{self.name}: recompile limit reached (max_plans={self.max_plans}); calls that no "
+                                  f"cached plan accepts now run eagerly. The guards that failed for this call:\n"
+                                  f"{self.explain(failures)}", RecompileLimitWarning, stacklevel=4)
                 return None, None
             raise CacheLimitError(f"{self.name}: all {len(self.entries)} plans (max_plans={self.max_plans}) reject "
                                   f"this call and on_limit='raise':\n{self.explain(failures)}")

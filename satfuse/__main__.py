@@ -55,8 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         import satfuse
 
         prog, inputs = _load_program(args.file)
-        plan = satfuse.optimize(prog, *inputs, target=args.target, rules=args.rules, extractor=args.extractor,
-                                dynamic=args.dynamic)
+        plan = satfuse.optimize(prog, *inputs, options={"target": args.target, "rules": args.rules,
+                                                         "extractor": args.extractor, "dynamic": args.dynamic})
         print(plan if args.cmd == "optimize" else plan.explain())
         return 0
     if args.cmd == "rules" and args.rcmd == "list":

@@ -6,14 +6,14 @@ import gc
 import inspect
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 import torch
 import torch.utils._pytree as pytree
 
-from satfuse.engine import Captured, Trace, capture
+from satfuse.engine import Captured, CaptureError, Trace, capture
 from satfuse.engine.capture.closure import ClosureState, closure_state
 from satfuse.engine.optimize import EngineResult, optimize_trace
 from satfuse.engine.session import Budget
@@ -26,9 +26,14 @@ from satfuse.rewrites.packs import Catalogue, builtin_catalogue
 
 @dataclass
 class Options:
-    """Knobs of one optimization. ``rules``: extra rule files/folders; ``builtin_rules``:
-    include the shipped packs; ``target``: cost model ('nvfuser' or 'eager');
-    ``executor``: 'auto', 'reference' or 'nvfuser'."""
+    """Knobs of one optimization, passed as ``options=`` to ``optimize``, ``jit`` and
+    ``torch.compile(backend="satfuse", options=...)`` (an ``Options`` or a dict of its fields).
+
+    ``target``: cost model ('nvfuser' or 'eager'); ``rules``: extra rule files/folders;
+    ``builtin_rules``: include the shipped packs; ``phases``: rulesets to run (default: all);
+    ``budget``: saturation limits (a ``Budget`` or a dict of its fields); ``extractor``:
+    'greedy-dag' or 'ilp'; ``executor``: 'auto', 'reference' or 'nvfuser'; ``dynamic``:
+    symbolic extents (``optimize`` only: True, False or argument positions)."""
 
     target: str = "nvfuser"
     rules: Sequence[str | Path] = ()
@@ -38,6 +43,25 @@ class Options:
     extractor: str = "greedy-dag"
     executor: str = "auto"
     dynamic: bool | Sequence[int] = False
+
+    @classmethod
+    def of(cls, options: "Options | dict[str, Any] | None") -> "Options":
+        """``options=`` as a user gives it: an ``Options``, a dict of its fields, or None."""
+        if options is None:
+            return cls()
+        if isinstance(options, cls):
+            return options
+        if not isinstance(options, dict):
+            raise TypeError(f"options must be a satfuse.Options or a dict of its fields, got {type(options).__name__}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise TypeError(f"unknown satfuse option(s) {', '.join(map(repr, unknown))}; the options are "
+                            f"{', '.join(known)}")
+        kw = dict(options)
+        if isinstance(kw.get("budget"), dict):
+            kw["budget"] = Budget(**kw["budget"])
+        return cls(**kw)
 
     def catalogue(self) -> Catalogue:
         if not self.rules and self.builtin_rules:
@@ -149,13 +173,35 @@ def _same_constant(a: Any, b: Any) -> bool:
         return a is b
 
 
-def optimize(fn_or_trace: Callable | Trace, *example_inputs: Any, options: Options | None = None, **kw: Any) -> Plan:
-    """Optimize a function (captured on ``example_inputs``) or a Trace into a Plan.
+def optimize(fn_or_trace: Callable | Trace, *example_args: Any, options: Options | dict[str, Any] | None = None,
+             **example_kwargs: Any) -> Plan:
+    """Optimize ``fn`` (captured on ``fn(*example_args, **example_kwargs)``) or a Trace into a Plan.
 
-    Keyword arguments are fields of ``Options`` (target, rules, executor, dynamic, ...).
+    Keyword arguments go to ``fn``, as in a call of ``fn``; satfuse's own knobs go in ``options``
+    (a :class:`Options` or a dict of its fields: ``options={"target": "eager"}``).
     """
+    opts = Options.of(options)
+    if isinstance(fn_or_trace, Trace) and example_kwargs:
+        raise TypeError(f"optimize(trace) takes no keyword arguments (got {', '.join(example_kwargs)}); "
+                        "satfuse's options go in options=")
     with gc_paused():
-        return _optimize(fn_or_trace, example_inputs, options or Options(**kw))
+        try:
+            return _optimize(fn_or_trace, example_args, example_kwargs, opts)
+        except CaptureError as e:
+            hint = _option_hint(e, example_kwargs)
+            if hint:
+                raise CaptureError(f"{e}\n{hint}") from e
+            raise
+
+
+def _option_hint(e: Exception, kwargs: dict[str, Any]) -> str:
+    """The 0.1 API took options as keywords; a program that rejects a keyword named like an option
+    gets a hint (the keyword was passed to the program, as a call would)."""
+    names = [k for k in kwargs if k in {f.name for f in fields(Options)} and repr(k) in str(e)]
+    if not names:
+        return ""
+    return (f"(satfuse passes keyword arguments to the program; if {', '.join(names)} meant satfuse's option, "
+            f"pass options={{{', '.join(f'{k!r}: ...' for k in names)}}})")
 
 
 @contextmanager
@@ -172,7 +218,8 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, opts: Options) -> Plan:
+def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwargs: dict[str, Any],
+              opts: Options) -> Plan:
     timings: dict[str, float] = {}
     captured: Captured | None = None
     aliasing: tuple = ()
@@ -182,9 +229,9 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, opts: Option
         state = closure_state(fn_or_trace)
         if state:
             fn, inputs, dynamic = _lift_state(fn_or_trace, example_inputs, state, opts.dynamic)
-            captured = capture(fn, *inputs, dynamic=dynamic)
+            captured = capture(fn, *inputs, dynamic=dynamic, call_kwargs=example_kwargs)
         else:
-            captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic)
+            captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic, call_kwargs=example_kwargs)
         timings["capture"] = captured.seconds
         trace, hints = captured.trace, captured.symbol_hints
         aliasing = _example_aliasing(captured)
@@ -221,8 +268,8 @@ def _lift_state(fn: Callable, example_inputs: tuple, state: ClosureState,
     constants. They keep static shapes when ``dynamic=True`` (guarded like any input)."""
     n = len(example_inputs)
 
-    def with_state(*args: Any) -> Any:
-        return state.call(fn, tuple(args[:n]), list(args[n:]))
+    def with_state(*args: Any, **kwargs: Any) -> Any:
+        return state.call(fn, tuple(args[:n]), list(args[n:]), kwargs)
 
     try:
         params = list(inspect.signature(fn).parameters.values())

@@ -17,9 +17,10 @@ cheap (Dynamo already imported, or satfuse not installed with its entry point); 
 the ``torch_dynamo_backends`` entry point in ``pyproject.toml`` resolves the name to this
 same function on first use. This module imports nothing heavy at import time.
 
-Options: ``torch.compile(fn, backend=satfuse.backend.make_backend(target="eager", ...))``
-takes any ``satfuse.Options`` field. ``satfuse.backend.LAST`` records the last compiled
-graphs (trace, plan, timings) for inspection and tests.
+Options: ``torch.compile(fn, backend="satfuse", options={"target": "eager"})`` (a dict of
+``satfuse.Options`` fields, or an ``Options``); every ``mode=`` of :data:`MODES` is accepted and
+compiles the same plan; ``make_backend(options)`` binds options in a callable backend.
+``satfuse.backend.LAST`` records the last compiled graphs (trace, plan, timings) for inspection.
 """
 
 from __future__ import annotations
@@ -60,14 +61,25 @@ class BackendError(RuntimeError):
 # ---------------------------------------------------------------------- entry points
 
 
-def satfuse_backend(gm: Any, example_inputs: list, **options: Any) -> Callable:
-    """The Dynamo backend: ``torch.compile(fn, backend="satfuse")`` (see module doc)."""
+#: ``torch.compile`` modes satfuse accepts: satfuse has one way of compiling, so every mode
+#: compiles the same plan (as other backends accept modes they do not distinguish)
+MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def satfuse_backend(gm: Any, example_inputs: list, mode: str | None = None, options: Any = None) -> Callable:
+    """The Dynamo backend: ``torch.compile(fn, backend="satfuse", options={...})`` (see module doc).
+
+    ``options``: a ``satfuse.Options`` or a dict of its fields, exactly as ``optimize`` and ``jit``
+    take them. ``mode``: any of :data:`MODES` (all compile the same plan)."""
+    if mode not in MODES:
+        raise ValueError(f"satfuse backend: unknown mode {mode!r}; accepted: {', '.join(map(str, MODES[1:]))}")
     return _Backend(options)(gm, example_inputs)
 
 
-def make_backend(**options: Any) -> Callable:
-    """A backend with ``satfuse.Options`` fields set, e.g. ``make_backend(target="eager")``."""
-    b = _Backend(options)
+def make_backend(options: Any = None, **fields: Any) -> Callable:
+    """A backend with satfuse options bound, e.g. ``make_backend({"target": "eager"})`` (the same as
+    ``torch.compile(..., backend="satfuse", options={"target": "eager"})``)."""
+    b = _Backend({**(options or {}), **fields} if not hasattr(options, "catalogue") else options)
 
     def satfuse_with_options(gm: Any, example_inputs: list) -> Callable:
         return b(gm, example_inputs)
@@ -111,8 +123,10 @@ def _entry_point_installed() -> bool:
 
 
 class _Backend:
-    def __init__(self, options: dict[str, Any]) -> None:
-        self.options = dict(options)
+    def __init__(self, options: Any) -> None:
+        from satfuse.api import Options
+
+        self.options = Options.of(options)
 
     def __call__(self, gm: Any, example_inputs: list) -> Callable:
         import torch
@@ -140,11 +154,17 @@ class _Backend:
 
     # ------------------------------------------------------------------ one graph
     def compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
+        """One graph, with Python's cyclic GC paused as on every satfuse path (``api.gc_paused``)."""
+        from satfuse.api import gc_paused
+
+        with gc_paused():
+            return self._compile_graph(gm, example_inputs, kind, meta_key)
+
+    def _compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
         import torch
         from torch._guards import detect_fake_mode
         from torch.fx.experimental.proxy_tensor import make_fx
 
-        from satfuse.api import Options
         from satfuse.engine.capture.graph import trace_from_graph
         from satfuse.engine.capture.trace import decomposition_table
         from satfuse.engine.optimize import optimize_trace
@@ -153,7 +173,7 @@ class _Backend:
 
         t0 = time.perf_counter()
         timings: dict[str, float] = {}
-        opts = Options(**self.options)
+        opts = self.options
         graph = gm  # Dynamo's own graph: runs eagerly where no plan may
         gm, consts = _lift_get_attrs(gm)
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]

@@ -6,7 +6,7 @@ optimizes and lowers the trace. Every specialization the capture made (a branch
 picked by ``flag > 5``, a slice bound, a dim assumed ``>= 2``) is a guard of the
 plan; the generated prologue (``lowering/guards.py``) checks them on each call.
 A call no cached plan accepts is captured again for its own case (bounded by
-``max_plans``, then ``on_limit="raise"`` or ``"eager"``); if that capture fails
+``max_plans``, then eagerly with one warning, or ``on_limit="raise"``); if that capture fails
 too (torch itself rejects the inputs), the error names the guards that failed and
 the op that raised, and no input has been written::
 
@@ -45,14 +45,12 @@ class Jitted:
     ``last_plan`` (the ``satfuse.Plan`` run by the last call), ``plans`` (all of them)."""
 
     def __init__(self, fn: Callable, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,
-                 on_limit: str = "raise", **options: Any) -> None:
+                 on_limit: str = "eager", options: Any = None) -> None:
         from satfuse.api import Options
 
-        if "dynamic" in options:
-            raise TypeError("pass dynamic= once")
         self.fn = fn
         self.dynamic = dynamic
-        self.options = Options(**options)
+        self.options = Options.of(options)
         self.cache = PlanCache(max_plans, on_limit, name=f"satfuse.jit({getattr(fn, '__name__', 'fn')})")
         self.last_plan: Any = None
         self.grad_eager_calls = 0
@@ -149,18 +147,21 @@ def _pattern_check(expected: tuple, written: list[int]) -> Callable[[Sequence[An
 
 
 def jit(fn: Callable | None = None, *, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,
-        on_limit: str = "raise", **options: Any) -> Any:
+        on_limit: str = "eager", options: Any = None) -> Any:
     """Wrap ``fn`` so each call runs a cached, guarded satfuse plan (see module doc).
 
     ``dynamic``: True (every int scalar and tensor dim symbolic), False (all baked in,
     each distinct value is its own plan), or a list of argument positions / keyword
-    names to make dynamic. ``max_plans``/``on_limit`` bound the cache. Other keywords are
-    ``satfuse.Options`` fields (target, rules, executor, budget, ...). Usable as a
-    decorator with or without arguments.
+    names to make dynamic. ``max_plans``/``on_limit`` bound the cache, like Dynamo's
+    recompile limit: by default a call no plan accepts once ``max_plans`` are cached runs
+    eagerly (one ``RecompileLimitWarning`` names the guard that kept failing);
+    ``on_limit="raise"`` raises ``CacheLimitError`` instead. ``options``: a ``satfuse.Options``
+    or a dict of its fields (target, rules, executor, budget, ...). Usable as a decorator
+    with or without arguments.
     """
     if fn is None:
-        return lambda f: Jitted(f, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, **options)
-    return Jitted(fn, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, **options)
+        return lambda f: Jitted(f, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, options=options)
+    return Jitted(fn, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, options=options)
 
 
 class _CallableModule(types.ModuleType):

@@ -271,7 +271,7 @@ def test_extents_equal_by_guard_share_one_spelling():
 
 
 def test_make_backend_options():
-    f = torch.compile(lambda x: (x * 2).sum(), backend=B.make_backend(target="eager", executor="reference"))
+    f = torch.compile(lambda x: (x * 2).sum(), backend=B.make_backend({"target": "eager", "executor": "reference"}))
     x = torch.randn(3)
     assert torch.allclose(f(x), (x * 2).sum())
 

@@ -95,7 +95,7 @@ def test_squared_extent_has_an_egraph_form():
     def f(x, y):
         return F.cross_entropy(x.view(-1, x.size(-1)), y.view(-1))
 
-    plan = satfuse.optimize(f, torch.randn(4, 4, 10), torch.randint(0, 10, (4, 4)), dynamic=True)
+    plan = satfuse.optimize(f, torch.randn(4, 4, 10), torch.randint(0, 10, (4, 4)), options={"dynamic": True})
     for n in (3, 5):
         x, y = torch.randn(n, n, 10), torch.randint(0, 10, (n, n))
         torch.testing.assert_close(plan(x, y), f(x, y))
@@ -120,4 +120,4 @@ def test_a_rule_that_changes_a_shape_stops_saturation_loudly(tmp_path):
 
     (tmp_path / "bad.egg").write_text('(ruleset bad)\n(rewrite (Sub x x) (CFloat 0.0) :ruleset bad :name "bad/sub-self")\n')
     with pytest.raises(RuleError, match="different shapes.*rules check"):
-        satfuse.optimize(lambda x: (x - x) * 2, torch.randn(4), rules=[tmp_path])
+        satfuse.optimize(lambda x: (x - x) * 2, torch.randn(4), options={"rules": [tmp_path]})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 
 import pytest
 import torch
@@ -76,12 +77,20 @@ def test_on_limit_raise_names_guard():
         f(0)
 
 
-def test_on_limit_eager():
-    f = satfuse.jit(flag_program, max_plans=1, on_limit="eager")
+def test_on_limit_eager_is_the_default_and_warns_once():
+    """Like Dynamo's recompile limit: past max_plans, calls run eagerly, with one warning that
+    names the guard that kept failing."""
+    from satfuse.lowering.cache import RecompileLimitWarning
+
+    f = satfuse.jit(flag_program, max_plans=1)
     assert torch.equal(f(6), torch.ones(1))
-    assert torch.equal(f(0), torch.zeros(1))
+    with pytest.warns(RecompileLimitWarning, match="flag > 5"):
+        assert torch.equal(f(0), torch.zeros(1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.equal(f(-1), torch.zeros(1))  # warned once
     s = f.cache.stats()
-    assert s["eager_calls"] == 1 and s["compiles"] == 1 and s["plans"] == 1
+    assert s["eager_calls"] == 2 and s["compiles"] == 1 and s["plans"] == 1
 
 
 def test_bad_on_limit():
@@ -157,7 +166,7 @@ def test_plan_cache_unit():
 
         return lambda: calls.append(k) or Entry(check=check, plan=k)
 
-    c = PlanCache(max_plans=2)
+    c = PlanCache(max_plans=2, on_limit="raise")
     assert c.get([1], make(1))[0].plan == 1
     assert c.get([1], make(99))[0].plan == 1
     assert c.get([2], make(2))[0].plan == 2

@@ -19,7 +19,7 @@ _PLANS: dict = {}
 
 def plan_for(case):
     if case.name not in _PLANS:
-        _PLANS[case.name] = satfuse.optimize(case.fn, *case.make_inputs(), dynamic=case.dynamic)
+        _PLANS[case.name] = satfuse.optimize(case.fn, *case.make_inputs(), options={"dynamic": case.dynamic})
     return _PLANS[case.name]
 
 

@@ -33,7 +33,7 @@ def test_budget_stop_reports_the_phases_it_skipped():
         return torch.nn.functional.cross_entropy(x, y)
 
     x, y = torch.randn(8, 16), torch.randint(0, 16, (8,))
-    plan = satfuse.optimize(ce, x, y, budget=Budget(nodes=10, growth=0.0))
+    plan = satfuse.optimize(ce, x, y, options={"budget": Budget(nodes=10, growth=0.0)})
     sat = plan.engine.saturation
     skipped = [p.phase for p in sat.phases if p.stop.kind == "skipped"]
     assert "gather" in skipped and "algebra" in skipped, sat.table()

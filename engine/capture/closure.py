@@ -52,7 +52,7 @@ class ClosureState:
             out.append(obj.detach())
         return out + [c.cell_contents.detach() for _, c in self.cells]
 
-    def call(self, fn: Callable, args: tuple, values: list[Any]) -> Any:
+    def call(self, fn: Callable, args: tuple, values: list[Any], kwargs: dict[str, Any] | None = None) -> Any:
         """``fn(*args)`` with every module tensor and closed-over tensor replaced by the matching
         entry of ``values`` (``torch.func.functional_call`` on a holder of the modules)."""
         n = len(self.keys)
@@ -62,7 +62,7 @@ class ClosureState:
         try:
             for (_, c), v in zip(self.cells, values[n:]):
                 c.cell_contents = v
-            return torch.func.functional_call(holder, mapping, args, tie_weights=True, strict=False)
+            return torch.func.functional_call(holder, mapping, args, kwargs or {}, tie_weights=True, strict=False)
         finally:
             for (_, c), v in zip(self.cells, old):
                 c.cell_contents = v
@@ -77,8 +77,8 @@ class _Holder(torch.nn.Module):
             self.add_module(f"m{i}", m)
         object.__setattr__(self, "_fn", fn)  # not a child, even when fn is a module
 
-    def forward(self, *args: Any) -> Any:
-        return self._fn(*args)
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self._fn(*args, **kwargs)
 
 
 def closure_state(fn: Callable) -> ClosureState:

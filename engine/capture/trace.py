@@ -77,8 +77,9 @@ class Captured:
 
 
 def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = False, name: str | None = None,
-            **example_kwargs: Any) -> Captured:
-    """Trace ``fn`` on fake copies of the inputs under a ShapeEnv of our own.
+            call_kwargs: dict[str, Any] | None = None, **example_kwargs: Any) -> Captured:
+    """Trace ``fn(*example_inputs, **call_kwargs, **example_kwargs)`` on fake copies of the inputs under a
+    ShapeEnv of our own (``call_kwargs`` carries keywords named like this function's own parameters).
 
     ``dynamic``: False bakes every extent and scalar as a guarded constant; True makes
     every tensor dim and int scalar symbolic; a list of argument positions (and keyword
@@ -93,6 +94,7 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
     from torch._dynamo.source import LocalSource
 
     t0 = time.perf_counter()
+    example_kwargs = {**(call_kwargs or {}), **example_kwargs}
     leaves, in_spec = pytree.tree_flatten((example_inputs, example_kwargs))
     positions = [i for i, x in enumerate(leaves) if isinstance(x, (torch.Tensor, int, float, bool))]
     dyn_leaves = _dynamic_leaves(example_inputs, example_kwargs, dynamic)

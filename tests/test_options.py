@@ -1,0 +1,63 @@
+"""Arguments and options as torch users expect: keywords go to the program, satfuse's knobs go in
+``options=`` (the same dict for optimize, jit and torch.compile), every torch.compile mode works."""
+
+import pytest
+import torch
+
+import satfuse
+
+
+def loss(x, target, scale=1.0):
+    return ((x - target) ** 2).mean() * scale
+
+
+def test_keyword_arguments_go_to_the_program():
+    x, y = torch.randn(8), torch.randn(8)
+    plan = satfuse.optimize(loss, x, target=y, scale=2.0)
+    torch.testing.assert_close(plan(x, target=y, scale=2.0), loss(x, target=y, scale=2.0))
+    # a keyword named like a capture parameter of satfuse reaches the program too
+    def named(x, name, dynamic):
+        return x * name + dynamic
+
+    plan = satfuse.optimize(named, x, name=3.0, dynamic=1.0)
+    torch.testing.assert_close(plan(x, name=3.0, dynamic=1.0), named(x, name=3.0, dynamic=1.0))
+
+
+def test_options_as_dict_or_object():
+    x, y = torch.randn(8), torch.randn(8)
+    a = satfuse.optimize(loss, x, y, options={"target": "eager", "budget": {"iterations": 3}})
+    b = satfuse.optimize(loss, x, y, options=satfuse.Options(target="eager"))
+    for p in (a, b):
+        torch.testing.assert_close(p(x, y), loss(x, y))
+    assert "target=eager" in a.engine.trace.provenance
+    with pytest.raises(TypeError, match="unknown satfuse option.*'tagret'.*target"):
+        satfuse.optimize(loss, x, y, options={"tagret": "eager"})
+
+
+def test_old_style_option_keyword_gets_a_hint():
+    def f(x):
+        return x * 2
+
+    with pytest.raises(satfuse.CaptureError, match="options="):
+        satfuse.optimize(f, torch.randn(3), target="eager")
+
+
+def test_torch_compile_options_and_modes():
+    f = lambda x: (x * 2).exp().sum()  # noqa: E731
+    x = torch.randn(16)
+    for kw in ({"options": {"target": "eager", "executor": "reference"}}, {"mode": "max-autotune"},
+               {"mode": "reduce-overhead"}):
+        torch._dynamo.reset()
+        g = torch.compile(f, backend="satfuse", **kw)
+        torch.testing.assert_close(g(x), f(x))
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="unknown satfuse option"):
+        torch.compile(f, backend="satfuse", options={"nope": 1})(x)
+    torch._dynamo.reset()
+
+
+def test_jit_takes_options():
+    f = satfuse.jit(loss, options={"target": "eager"})
+    x, y = torch.randn(8), torch.randn(8)
+    torch.testing.assert_close(f(x, y), loss(x, y))
+    assert "target=eager" in f.last_plan.engine.trace.provenance
