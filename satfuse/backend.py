@@ -53,6 +53,20 @@ class Compiled:
     def __str__(self) -> str:
         return f"# {self.kind} graph\n{self.plan}"
 
+    __repr__ = __str__
+
+    def explain(self) -> str:
+        """The same report as ``satfuse.Plan.explain()``: segment table, rules that matched, timings."""
+        from satfuse.api import Plan
+
+        return f"# {self.kind} graph\n" + Plan(self.plan, None, self.engine, self.timings).explain()
+
+
+def compiled_plans() -> list[Compiled]:
+    """The graphs ``torch.compile(backend="satfuse")`` compiled in this process, newest last (the
+    last 32): ``print(p)`` shows a plan, ``p.explain()`` its segment table and rules."""
+    return list(LAST)
+
 
 class BackendError(RuntimeError):
     """satfuse could not compile a Dynamo graph (names the graph and the failing stage)."""
