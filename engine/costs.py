@@ -30,6 +30,7 @@ from typing import Any, Iterable
 import sympy
 
 from .ir import DTYPES, TensorType, Trace, Var
+from .schema import SCALARS
 from .vocab import OPS, is_opaque
 
 DEFAULT_EXTENT = 1024
@@ -88,7 +89,7 @@ class CostModel:
             return 0.0
         if op == "Input":
             return float(out.bytes) if self.target == "nvfuser" else 0.0  # eager: its readers pay
-        if op in ("CInt", "CFloat", "CBool", "CDim"):
+        if op in SCALARS:
             return 0.0
         name = EGG_TO_OP.get(op)
         if name is None and op != "Opaque":

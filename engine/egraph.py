@@ -11,9 +11,12 @@ from typing import Any
 
 import sympy
 
-ANALYSIS_OPS = frozenset({"shape", "ext", "rank", "dtype", "is-float", "dl-len", "dl-at", "bcast", "bdim"})
-#: handles (lang.egg's ``Ref``, engine/loader.py's): names for classes, not program terms
-HANDLE_OPS = frozenset({"Ref", "DRef", "DLRef", "ILRef", "TLRef"})
+from .loader import HANDLES as HANDLE_OPS  # lang.egg's ``Ref`` and the loader's: names for classes, not terms
+from .schema import ANALYSES, LIST_NIL, RELATIONS
+
+ANALYSIS_OPS = ANALYSES | RELATIONS
+#: the analyses extraction reads (a class's shape and dtype); the session may delete the others' rows
+READ_BY_EXTRACTION = frozenset({"shape", "dtype"})
 
 
 @dataclass(slots=True)
@@ -115,7 +118,7 @@ def list_value(view: EGraphView, choice: dict[str, str], cid: str, item) -> tupl
     out = []
     while True:
         n = view.nodes[choice[cid]]
-        if n.op in ("DNil", "INil", "TNil"):
+        if n.op in LIST_NIL:
             return tuple(out)
         out.append(item(n.children[0]))
         cid = n.children[1]

@@ -22,7 +22,9 @@ from typing import Any, Sequence
 os.environ.setdefault("RUST_BACKTRACE", "0")
 
 from .bindings import bindings  # noqa: E402
+from .egraph import READ_BY_EXTRACTION  # noqa: E402
 from .loader import LOADER_PATH, loader_program, tables, tsv  # noqa: E402
+from .schema import ANALYSES, DECLS  # noqa: E402
 from .terms import encode  # noqa: E402
 
 
@@ -131,7 +133,7 @@ _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
 
 _RELATION = re.compile(r"^\(relation\s+([^\s()]+)\s+\(([^()]*)\)\s*\)", re.M)
 #: lang.egg's analysis functions and constructors that extraction does not read: name -> argument count
-_ANALYSIS_TERMS = {"rank": 1, "dl-len": 1, "ext": 2, "dl-at": 2, "bcast": 2, "bdim": 2}
+_ANALYSIS_TERMS = {n: len(DECLS[n].args) for n in sorted(ANALYSES - READ_BY_EXTRACTION)}
 
 
 def _cleanup_program(sources: Sequence[Source]) -> str:

@@ -15,7 +15,8 @@ from typing import Sequence
 
 from satfuse.engine.session import RuleError
 
-from .coverage import CoverageReport, check_rules
+from .coverage import check_rules
+from .report import CoverageReport
 
 
 def build_parser() -> argparse.ArgumentParser:

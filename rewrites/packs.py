@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from satfuse.engine import log
 from satfuse.engine.session import RuleError, Session, Source
+from satfuse.engine.sexp import SexpError, top_level_forms
 
 #: the order in which phases run (a phase is a ruleset); unknown user rulesets run after these
 PHASES = ["functionalize", "extents", "algebra", "gather"]
@@ -63,34 +64,6 @@ def builtin_dir() -> Path:
     return Path(str(resources.files("satfuse.rules")))
 
 
-def top_level_forms(text: str) -> Iterable[tuple[int, int, str]]:
-    """(line, offset, form text) for each top-level s-expression; comments and strings respected."""
-    depth, start, i, n = 0, -1, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == ";":
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c == "(":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                yield text.count("\n", 0, start) + 1, start, text[start:i + 1]
-            if depth < 0:
-                raise RuleError(f"line {text.count(chr(10), 0, i) + 1}: unbalanced ')'")
-        i += 1
-    if depth > 0:
-        raise RuleError(f"line {text.count(chr(10), 0, start) + 1}: unclosed '(' (missing {depth} ')')")
-
-
 def scan_pack(path: str, text: str, known_rulesets: set[str]) -> tuple[list[RuleInfo], list[str]]:
     """Rules and rulesets declared in a pack, validated without egglog."""
     pack = Path(path).stem
@@ -98,7 +71,7 @@ def scan_pack(path: str, text: str, known_rulesets: set[str]) -> tuple[list[Rule
     rulesets: list[str] = []
     try:
         forms = list(top_level_forms(text))
-    except RuleError as e:
+    except SexpError as e:
         raise RuleError(f"{path}:{str(e)[5:]}") from None
     for line, _, form in forms:
         head = re.match(r"\(\s*([\w\-]+)", form)

@@ -7,8 +7,8 @@ in a conftest, or ``pytest -p satfuse.rewrites.pytest_plugin``) with the fixture
         satfuse_rules_check(["rules/mine"], corpus=["tests/my_corpus.py"], only_paths=True)
 
 or directly with :func:`assert_rules_ok`. Either runs ``check_rules`` (coverage, soundness,
-guards), prints the table, and fails the test on dead or unsound rules, program errors,
-or rule files that do not load.
+guards) and fails the test on dead or unsound rules, program errors,
+or rule files that do not load (the failure message carries the problems; nothing is printed).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import Any, Callable, Sequence
 import pytest
 from satfuse.engine.session import RuleError
 
-from .coverage import CoverageReport, check_rules
+from .coverage import check_rules
+from .report import CoverageReport
 
 
 def assert_rules_ok(paths: Sequence[str] = (), **kw: Any) -> CoverageReport:
@@ -26,7 +27,6 @@ def assert_rules_ok(paths: Sequence[str] = (), **kw: Any) -> CoverageReport:
         report = check_rules(paths, **kw)
     except RuleError as e:
         pytest.fail(f"rule packs do not load: {e}", pytrace=False)
-    print(report.table())
     if not report.ok:
         problems = report.table().split("\n\n", 1)[-1]
         pytest.fail(f"rule check failed:\n{problems}", pytrace=False)

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 from satfuse.engine.session import RuleError
+from satfuse.engine.sexp import parse_sexp
 from satfuse.rewrites.cli import fired_table, main_rules_check
-from satfuse.rewrites.coverage import check_rules, load_corpus, parse_sexp, rule_form, to_pattern
+from satfuse.rewrites.corpus import load_corpus
+from satfuse.rewrites.coverage import check_rules
+from satfuse.rewrites.forms import rule_form, to_pattern
 from satfuse.rewrites.packs import load_catalogue
 
 BAD_RULES = """\
@@ -81,9 +84,7 @@ def by_name(report):
 # ------------------------------------------------------------------ built-in packs
 
 
-def test_builtin_rules_all_fire_and_none_is_unsound(builtin_report, capsys):
-    with capsys.disabled():
-        print("\n" + builtin_report.table())
+def test_builtin_rules_all_fire_and_none_is_unsound(builtin_report):
     assert not builtin_report.dead(), [r.name for r in builtin_report.dead()]
     assert not builtin_report.unsound(), builtin_report.table()
     assert not builtin_report.errors
@@ -124,9 +125,7 @@ def test_json_report(builtin_report, tmp_path):
 # ------------------------------------------------------------------ deliberately wrong rules
 
 
-def test_unsound_rule_is_reported_with_a_counterexample(bad_report, capsys):
-    with capsys.disabled():
-        print("\n" + bad_report.table())
+def test_unsound_rule_is_reported_with_a_counterexample(bad_report):
     r = by_name(bad_report)["bad/div-self-one"]
     assert r.status == "unsound", r.detail
     cex = r.counterexample
