@@ -230,6 +230,12 @@ class Plan:
             "executor": self.executor,
         }
 
+    def to_dot(self, hints: dict[str, int] | None = None, title: str = "") -> str:
+        """The plan as a Graphviz graph (see lowering/dot.py)."""
+        from .dot import plan_dot
+
+        return plan_dot(self, hints, title)
+
     def definition(self, name: str) -> Callable:
         """The ``def segN(fd)`` function as the plan runs it (bound to the plan's executor)."""
         return self._fusions[name].define

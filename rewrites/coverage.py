@@ -36,6 +36,7 @@ from satfuse.engine.session import Budget, Source
 
 from .corpus import Program, load_corpus
 from .differential import _static_cex, differential
+from .direct import judge
 from .forcing import ProgramRun, coverage_sources, forced_plan, isolated_sources, run_program
 from .forms import RuleForm, rule_form
 from .packs import Catalogue
@@ -92,11 +93,20 @@ def coverage(cat: Catalogue, programs: Sequence[Program], *, soundness: bool = T
 
 def _check_rule(rc: RuleCoverage, f: RuleForm, runs: list[ProgramRun], examples: int, max_programs: int,
                 seed: int, cat: Catalogue, sources: Sequence[Source], budget: Budget | None) -> None:
-    """Force ``f`` into plans of (up to ``max_programs``) programs where it fired and test them.
+    """Judge ``f`` on its own at its matches (both sides on the same operands), then force it
+    into plans of (up to ``max_programs``) programs where it fired and test them.
 
-    First in an e-graph saturated with this rule alone (plus the analysis), so nothing else
-    can be blamed; where the rule needs other rules' results to match, in the full e-graph."""
+    Forcing is first in an e-graph saturated with this rule alone (plus the analysis), so
+    nothing else can be blamed; where the rule needs other rules' results to match, in the
+    full e-graph."""
     notes: list[str] = []
+    direct = judge(f, [r for r in runs if r.view is not None], examples, seed)
+    rc.direct_matches, rc.direct_cases = direct.matches, direct.cases
+    if direct.counterexample is not None:
+        rc.status = "unsound"
+        rc.detail = f"the two sides differ: {direct.counterexample.problem}"
+        rc.counterexample = direct.counterexample
+        return
     iso_sources = isolated_sources(sources, cat, f.info)
     for suffix, lhs, rhs in f.directions:
         key = f.name + suffix
@@ -131,8 +141,8 @@ def _check_rule(rc: RuleCoverage, f: RuleForm, runs: list[ProgramRun], examples:
                 rc.detail = f"differs from the original program on {cex.program} ({how}): {cex.problem}"
                 rc.counterexample = cex
                 return
-    if rc.checked:
-        rc.status, rc.detail = "sound", ""
+    if rc.checked or rc.direct_cases:
+        rc.status, rc.detail = "sound", "" if rc.checked else "; ".join(notes[:3])
     else:
         rc.status, rc.detail = "not forced", "; ".join(notes[:3])
 

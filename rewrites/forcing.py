@@ -19,7 +19,7 @@ from satfuse.engine.costs import CostModel
 from satfuse.engine.decode import decode
 from satfuse.engine.egraph import EGraphView
 from satfuse.engine.extract import ExtractionError, check, class_infos, greedy_dag, node_costs, reachable
-from satfuse.engine.ir import IRError, Trace
+from satfuse.engine.ir import IRError, TensorType, Trace
 from satfuse.engine.schema import ROOTS
 from satfuse.engine.session import Budget, RuleError, Session, Source
 from satfuse.engine.vocab import OPS, is_opaque
@@ -53,6 +53,7 @@ class ProgramRun:
     enc: Any = None
     base_cost: dict[str, float] = field(default_factory=dict)
     original: set[str] = field(default_factory=set)
+    class_types: dict[str, list[TensorType]] = field(default_factory=dict)  # program values' types by e-class
 
 
 
@@ -107,6 +108,11 @@ def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str],
         run.nodes = rep.nodes
         all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
         data, run.roots, run.var_class = sess.serialize_program(enc, all_vars).parse()
+        for v in all_vars:  # a class holding values of different types means a rule equated them
+            if id(v) in run.var_class and isinstance(v.type, TensorType):
+                types = run.class_types.setdefault(run.var_class[id(v)], [])
+                if v.type not in types:
+                    types.append(v.type)
         run.conflicts = _conflicts(sess)
     except RuleError as e:
         run.error = str(e)

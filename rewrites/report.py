@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .differential import Counterexample
+from .direct import RuleCounterexample
 
 
 @dataclass
@@ -25,7 +26,9 @@ class RuleCoverage:
     detail: str = ""
     checked: list[str] = field(default_factory=list)
     examples: int = 0
-    counterexample: Counterexample | None = None
+    direct_matches: int = 0  # matches judged on their own (both sides on the same operands)
+    direct_cases: int = 0  # operand sets on which both sides ran
+    counterexample: Counterexample | RuleCounterexample | None = None
 
     @property
     def dead(self) -> bool:
@@ -60,12 +63,12 @@ class CoverageReport:
         return out
 
     def table(self, width: int = 60) -> str:
-        rows = [f"{'rule':<40} {'fires':>6} {'progs':>5}  {'soundness':<30} guards"]
+        rows = [f"{'rule':<40} {'fires':>6} {'progs':>5}  {'soundness':<36} guards"]
         for r in self.rules:
             snd = r.status
             if r.status in ("sound", "unsound"):
-                snd += f" ({len(r.checked)}p x {r.examples}ex)"
-            rows.append(f"{r.name:<40} {r.fires:>6} {len(r.programs):>5}  {snd:<30} {'; '.join(r.guards) or 'none'}")
+                snd += f" ({r.direct_matches}m x {r.direct_cases}c; {len(r.checked)}p x {r.examples}ex)"
+            rows.append(f"{r.name:<40} {r.fires:>6} {len(r.programs):>5}  {snd:<36} {'; '.join(r.guards) or 'none'}")
         s = self.summary()
         rows.append("")
         rows.append(f"{s['rules']} rules on {s['programs']} programs: {s['fired']} fired, {s['dead']} dead (never fired); "

@@ -23,6 +23,20 @@ def _load_program(path: str):
     return ns["program"], tuple(ns["example_inputs"]())
 
 
+def _write_svg(dot_text: str, out: str) -> int:
+    """Render to ``out``; where Graphviz is missing, write the DOT text beside it and say why."""
+    from satfuse.lowering.dot import render
+
+    try:
+        Path(out).write_bytes(render(dot_text))
+    except RuntimeError as e:
+        Path(out).with_suffix(".dot").write_text(dot_text)
+        print(f"error: {e}; wrote {Path(out).with_suffix('.dot')} instead", file=sys.stderr)
+        return 1
+    print(f"wrote {out}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:2] == ["rules", "check"]:  # its own parser: options and paths pass through untouched
@@ -41,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         o.add_argument("--rules", action="append", default=[], help="extra rule file or folder (repeatable)")
         o.add_argument("--extractor", default="greedy-dag", choices=["greedy-dag", "ilp"], help="extraction method")
         o.add_argument("--dynamic", action="store_true", help="make every input extent symbolic")
+        o.add_argument("--svg", metavar="OUT", help="also draw the plan (segments, fallbacks, write-backs, bytes) "
+                                                    "as SVG with Graphviz's dot")
     r = sub.add_parser("rules", help="rule-pack tools")
     rsub = r.add_subparsers(dest="rcmd", required=True)
     rsub.add_parser("check", help="parse, type-check, coverage and soundness of rule packs (see `rules check -h`)")
@@ -58,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         plan = satfuse.optimize(prog, *inputs, options={"target": args.target, "rules": args.rules,
                                                          "extractor": args.extractor, "dynamic": args.dynamic})
         print(plan if args.cmd == "optimize" else plan.explain())
+        if args.svg:
+            return _write_svg(plan.to_dot(title=f"{Path(args.file).name}: the plan"), args.svg)
         return 0
     if args.cmd == "rules" and args.rcmd == "list":
         from satfuse.rewrites import builtin_catalogue

@@ -135,6 +135,12 @@ class Plan:
                      f"minimum {least:,} (every input read once, every output written once); ratio {ratio}")
         return "\n".join(lines)
 
+    def to_dot(self, title: str = "") -> str:
+        """The lowered plan as a Graphviz graph: segments as clusters, fallbacks, write-backs,
+        bytes on the edges that cross a step (render with ``satfuse.lowering.dot.render``)."""
+        hints = self.captured.symbol_hints if self.captured is not None else {}
+        return self.lowered.to_dot(hints, title)
+
     def explain(self) -> str:
         parts = [self.segment_table()]
         if self.engine is not None and self.captured is not None:
