@@ -88,6 +88,11 @@ _reg("gather", "index", ("T", "i", "T"), kw=())
 _reg("index_select", "index", ("T", "i", "T"), kw=())
 _reg("index_copy", "index", ("T", "i", "T", "T"), kw=())
 _reg("scatter", "index", ("T", "i", "T", "T"), kw=())
+# functionalized writes through views: the base with the view's elements replaced by src
+_reg("slice_scatter", "index", ("T", "T", "shape", "shape", "shape"), kw=("start_indices", "end_indices", "strides"))
+_reg("select_scatter", "index", ("T", "T", "i", "x"), kw=("dim", "index"))
+_reg("diagonal_scatter", "index", ("T", "T", "i", "i", "i"), kw=("offset", "dim1", "dim2"))
+_reg("index_put", "index", ("T", "Ts", "T", "i"), kw=("accumulate",))
 # dst's value after ``dst.copy_(src)``: src cast to dst's dtype and broadcast to its shape
 _reg("copy_", "inplace", ("T", "T"), egg="Copy")
 
@@ -249,7 +254,7 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
             return x.type
         dim %= x.type.rank
         return x.type.with_(shape=x.type.shape[:dim] + (idx.type.shape[0] if idx.type.rank else 1,) + x.type.shape[dim + 1:])
-    if op in ("index_copy", "scatter", "copy_"):
+    if op in ("index_copy", "scatter", "copy_", "slice_scatter", "select_scatter", "diagonal_scatter", "index_put"):
         return args[0].type
     raise IRError(f"infer: no rule for {op}")
 
@@ -340,6 +345,12 @@ def _scatter(x, dim, idx, src):
     return torch.scatter(x, dim, idx, src)
 
 
+def _slice_scatter(x: torch.Tensor, src: torch.Tensor, starts, ends, strides) -> torch.Tensor:
+    out = x.clone()
+    out[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, strides))] = src
+    return out
+
+
 def _copy(dst: torch.Tensor, src: Any) -> torch.Tensor:
     if not isinstance(src, torch.Tensor):
         return torch.full_like(dst, src)
@@ -370,6 +381,10 @@ IMPLS: dict[str, Callable] = {
     "index_select": torch.index_select,
     "index_copy": torch.index_copy,
     "scatter": _scatter,
+    "slice_scatter": _slice_scatter,
+    "select_scatter": torch.select_scatter,
+    "diagonal_scatter": torch.diagonal_scatter,
+    "index_put": lambda x, idx, v, acc: torch.index_put(x, tuple(idx), v, bool(acc)),
     "copy_": _copy,
 }
 

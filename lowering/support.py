@@ -81,6 +81,9 @@ _row("gather", False, "gather", NOTES, note="gather has no nvFuser code generati
 _row("scatter", False, "scatter", NOTES, note="scatter runs only in nvFuser's ATen/greedy schedulers; "
      "a one-hot where(iota == index, v, 0) fuses")
 _row("index_copy", False, None, OPS_CPP, note="nvFuser has no index_copy/index_put binding")
+for _n in ("slice_scatter", "select_scatter", "diagonal_scatter"):
+    _row(_n, False, None, OPS_CPP, note=f"nvFuser has no {_n} binding (a slice write-back is an in-place write)")
+_row("index_put", False, None, OPS_CPP, note="nvFuser has no index_copy/index_put binding")
 _row("copy_", True, "cast", NOTES + " (in-place write-back: set + add_output(alias_input=))",
      note="dst's value after dst.copy_(src): cast + broadcast of src")
 

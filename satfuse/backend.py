@@ -349,7 +349,7 @@ class _GuardMark:
     def drop_stride_only(self) -> list[Any]:
         import sympy
 
-        from satfuse.engine.capture.trace import _STRIDE_ONLY
+        from satfuse.engine.capture.symbols import STRIDE_ONLY as _STRIDE_ONLY
 
         if self.env is None:
             return []

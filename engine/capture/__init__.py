@@ -7,7 +7,9 @@ symbolic entry; ``closure`` lifts module state a function closes over into input
 
 from .closure import ClosureState, closure_state
 from .graph import GraphTrace, capture_symbolic, trace_from_graph
-from .trace import Captured, CaptureError, capture, decomposition_table, range_guards
+from .convert import CaptureError
+from .symbols import range_guards
+from .trace import Captured, capture, decomposition_table
 
 __all__ = ["CaptureError", "Captured", "ClosureState", "GraphTrace", "capture", "capture_symbolic", "closure_state",
            "decomposition_table", "range_guards", "trace_from_graph"]

@@ -25,7 +25,7 @@ class NotInVocab(Exception):
 
 
 class Builder:
-    """What a converter may do: emit IR ops, update a buffer in place, alias or view."""
+    """What a converter may do: emit IR ops, alias or view."""
 
     def __init__(self, conv: Any, node: torch.fx.Node):
         self.c = conv
@@ -55,31 +55,19 @@ class Builder:
             raise ValueError(f"opaque op {name} returns {type(val).__name__}, which satfuse cannot carry")
         return self.c.emit(name, args, self.n, kwargs=kwargs, hint=self.n.name, out_type=self.c.type_of(val))
 
-    def inplace_opaque(self, tgt: Any, argpos: int) -> Any:
-        """An in-place op we have no converter for: run its functional twin as a fallback."""
-        packet = tgt._overloadpacket
-        functional = getattr(aten, packet.__name__.rstrip("_"), None)
-        fn = getattr(functional, tgt._overloadname, None) if functional is not None else None
-        if fn is None:
-            raise ValueError(f"in-place op {tgt} has no functional form")
-        v = Builder(self.c, self.n).opaque(fn)
-        return self.c.mutate(self.n, argpos, v)
-
-    def mutate(self, argpos: int, value: Var) -> Any:
-        return self.c.mutate(self.n, argpos, value)
-
+    # The graph is functional (capture/functional.py), so a view, an alias and a clone are all
+    # just values here; converters still say which one eager returns, for the reader.
     def alias(self, argpos: int = 0) -> Any:
-        """The result is the same buffer as an argument (detach, alias)."""
-        return self.c.env[self.n.args[argpos]]
+        """The result is an argument itself (detach, alias)."""
+        return self.c.value(self.n.args[argpos])
 
     def view(self, v: Var) -> Any:
-        """The result is a view: reading it is fine, mutating through it is refused."""
-
-        return self.c.new_view(v, self.n)
+        """The result is a view of an argument: in a functional graph, its value ``v``."""
+        return v
 
     def fresh(self, v: Var) -> Any:
-        """A new buffer holding ``v`` (clone)."""
-        return self.c.new_ref(v)
+        """The result is a new tensor holding ``v`` (clone)."""
+        return v
 
 
 def reg(*targets: Any) -> Callable:
@@ -421,12 +409,15 @@ def _scalar_tensor(b: Builder, value: Any, **kw: Any) -> Var:
     return _full(b, value)
 
 
-@reg(aten.fill.Scalar, aten.fill_.Scalar, aten.zero_, aten.zero)
+@reg(aten.fill.Scalar, aten.zero)
 def _fill(b: Builder, x: Any, value: Any = 0) -> Any:
-    v = _full(b, value)
-    if b.n.target._overloadpacket in (aten.fill_, aten.zero_):
-        return b.mutate(0, v)
-    return v
+    return _full(b, value)
+
+
+@reg(aten.fill.Tensor)
+def _fill_tensor(b: Builder, x: Any, value: Any) -> Any:
+    """``x.fill_(t)`` with a 0-d tensor ``t`` (``y[::3] = -100``): t cast and broadcast to x."""
+    return b("copy_", x, value)
 
 
 @reg(aten.arange.start_step, aten.arange.default, aten.arange.start)
@@ -474,60 +465,62 @@ def _embedding(b: Builder, w: Any, idx: Any, *rest: Any) -> Var:
     return rows if _rank(idx) == 1 else b("reshape", rows, tuple(b.out_type.shape))
 
 
-@reg(aten.index_copy, aten.index_copy_)
+@reg(aten.index_copy)
 def _index_copy(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
-    v = b("index_copy", x, dim % max(_rank(x), 1), idx, src)
-    if b.n.target._overloadpacket is aten.index_copy_:
-        return b.mutate(0, v)
-    return v
+    return b("index_copy", x, dim % max(_rank(x), 1), idx, src)
 
 
-@reg(aten.scatter.src, aten.scatter.value, aten.scatter_.src, aten.scatter_.value)
+@reg(aten.scatter.src, aten.scatter.value)
 def _scatter(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
-    v = b("scatter", x, dim % max(_rank(x), 1), idx, src)
-    if b.n.target._overloadpacket is aten.scatter_:
-        return b.mutate(0, v)
-    return v
+    return b("scatter", x, dim % max(_rank(x), 1), idx, src)
 
 
-# ---------------------------------------------------------------- in-place
+# ---------------------------------------------------------------- writes, functionalized
+# Functionalization turns a write through a view into a scatter of the new view value into
+# its base, an ``out=`` or in-place op into its functional form, and ``dst.copy_(src)`` on an
+# intermediate into ``copy(dst, src)``.
 
-@reg(aten.copy_)
-def _copy_(b: Builder, dst: Any, src: Any, non_blocking: bool = False) -> Any:
+@reg(aten.copy)
+def _copy(b: Builder, dst: Any, src: Any, non_blocking: bool = False) -> Any:
     if isinstance(src, Var) and isinstance(src.type, TensorType) and src.type.device != dst.type.device:
-        raise ValueError("copy_ across devices is not supported")
-    return b.mutate(0, src)
+        raise NotInVocab("copy across devices")
+    return b("copy_", dst, src)
 
 
-def _inplace(name: str, nargs: int) -> Callable:
-    def conv(b: Builder, x: Any, *args: Any, alpha: Any = 1, **kw: Any) -> Any:
-        if name in BINARY:
-            y = args[0]
-            if len(args) > 1:
-                alpha = args[1]
-            if alpha != 1:
-                y = b("mul", y, alpha)
-            v = b(name, x, y)
-        else:
-            v = b(name, x)
-        return b.mutate(0, v)
-
-    return conv
+def _start(x: Any, dim: int, start: Any) -> Any:
+    """A slice start as torch normalizes it: None -> 0, negative -> from the end, clamped."""
+    size = x.type.shape[dim]
+    start = 0 if start is None else start
+    if isinstance(start, int) and start < 0:
+        start = as_extent(sympy.Max(0, sympy.sympify(size) + start))
+    if isinstance(start, int) and isinstance(size, int):
+        start = min(start, size)
+    return start
 
 
-for _n in list(BINARY) + list(UNARY):
-    pk = getattr(aten, _n + "_", None)
-    if pk is not None:
-        reg(pk)(_inplace(_n, 2 if _n in BINARY else 1))
+@reg(aten.slice_scatter)
+def _slice_scatter(b: Builder, x: Any, src: Any, dim: int = 0, start: Any = None, end: Any = None,
+                   step: int = 1) -> Any:
+    dim %= _rank(x)
+    start = _start(x, dim, start)
+    return b("slice_scatter", x, src, *_slice_args(x, dim, start, src.type.shape[dim], step))
 
 
-@reg(aten.clamp_, aten.clamp_min_, aten.clamp_max_)
-def _clamp_(b: Builder, x: Any, *args: Any) -> Any:
-    tgt = b.n.target._overloadpacket
-    if tgt is aten.clamp_max_:
-        v = _clamp(b, x, None, args[0])
-    elif tgt is aten.clamp_min_:
-        v = _clamp(b, x, args[0], None)
-    else:
-        v = _clamp(b, x, *args)
-    return b.mutate(0, v)
+@reg(aten.select_scatter)
+def _select_scatter(b: Builder, x: Any, src: Any, dim: int, index: Any) -> Any:
+    dim %= _rank(x)
+    if isinstance(index, int) and index < 0:
+        index = as_extent(sympy.sympify(x.type.shape[dim]) + index)
+    return b("select_scatter", x, src, dim, index)
+
+
+@reg(aten.diagonal_scatter)
+def _diagonal_scatter(b: Builder, x: Any, src: Any, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Any:
+    return b("diagonal_scatter", x, src, offset, dim1 % _rank(x), dim2 % _rank(x))
+
+
+@reg(aten.index_put)
+def _index_put(b: Builder, x: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
+    if any(not isinstance(i, Var) for i in indices):
+        raise NotInVocab("index_put with a None (full-slice) index")
+    return b("index_put", x, tuple(indices), values, int(bool(accumulate)))

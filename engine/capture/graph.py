@@ -20,16 +20,8 @@ import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import Namespace, Trace
-from .trace import (  # noqa: F401
-    Captured,
-    CaptureError,
-    _Converter,
-    _dynamic_leaves,
-    _leaf_names,
-    capture,
-    decomposition_table,
-    range_guards,
-)
+from .convert import CaptureError, Converter
+from .trace import Captured, capture
 
 
 @dataclass
@@ -63,7 +55,7 @@ def trace_from_graph(gm: torch.fx.GraphModule, example_values: Sequence[Any], sh
         ns = Namespace()
         names = [ns.name(_clean(n.name)) for n in ph]
     env = shape_env if shape_env is not None else ShapeEnv()
-    conv = _Converter(gm, list(names), list(example_values), list(range(len(ph))), env)
+    conv = Converter(gm, list(names), list(example_values), list(range(len(ph))), env)
     trace = conv.run()
     if bound_guards_only:
         bound = trace.symbols()

@@ -1,0 +1,199 @@
+"""fx -> IR: a functionalized aten graph (``functional.py``) becomes a Trace, op by op.
+
+The graph is functional: every op maps to a vocabulary op (``aten_map.py``) or runs as an
+opaque fallback calling the aten op itself. The only writes left are the final
+``copy_(input, value)`` that functionalization emits once per mutated input: each becomes the
+trace's write-back of that input.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import sympy
+import torch
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from ..ir import IRError, Namespace, Node, OutputAlias, ScalarType, TensorType, Trace, Var, dtype_name, flat_args
+from ..vocab import infer, is_opaque
+from .aten_map import ATEN_MAP, Builder, NotInVocab
+from .functional import AliasInfo
+from .symbols import Symbols
+
+aten = torch.ops.aten
+
+
+class CaptureError(IRError):
+    """Capture failed: names the aten op and graph node."""
+
+
+class Converter:
+    """Converts one functional graph; ``symbols``/``hints`` map the ShapeEnv's symbols to ours."""
+
+    def __init__(self, gm: torch.fx.GraphModule, names: list[str], leaves: list, positions: list[int],
+                 shape_env: ShapeEnv, aliases: list[AliasInfo | None] | None = None):
+        self.gm = gm
+        self.names = names
+        self.leaves = leaves
+        self.positions = positions
+        self.shape_env = shape_env
+        self.syms = Symbols(shape_env)
+        self.symbols = self.syms.symbols
+        self.hints = self.syms.hints
+        self.aliases = aliases or []
+        self.ns = Namespace(names)
+        self.trace = Trace([], [], [])
+        self.env: dict[torch.fx.Node, Any] = {}
+        self.input_of: dict[torch.fx.Node, Var] = {}  # placeholder -> its tensor input
+
+    def sym(self, e: Any) -> Any:
+        return self.syms.sym(e)
+
+    def type_of(self, val: Any) -> Any:
+        if isinstance(val, torch.Tensor):
+            return TensorType(dtype_name(val.dtype), tuple(self.sym(d) for d in val.shape), _dev(val.device))
+        if isinstance(val, torch.SymInt):
+            return ScalarType("int", self.sym(val))
+        if isinstance(val, bool):
+            return ScalarType("bool", val)
+        if isinstance(val, int):
+            return ScalarType("int", val)
+        if isinstance(val, float):
+            return ScalarType("float", val)
+        if isinstance(val, torch.SymFloat):
+            return ScalarType("float")
+        raise CaptureError(f"unsupported input value {val!r}")
+
+    # -------------------------------------------------------------- main loop
+    def run(self) -> Trace:
+        ph = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        for n, name, pos in zip(ph, self.names, self.positions):
+            val = n.meta.get("val", self.leaves[pos])
+            v = Var(name, self.type_of(val))
+            self.trace.inputs.append(v)
+            if isinstance(v.type, TensorType):
+                self.env[n] = v
+                self.input_of[n] = v
+            else:
+                self.env[n] = v.type.value if isinstance(v.type.value, sympy.Expr) else v
+        for n in self.gm.graph.nodes:
+            if n.op == "call_function":
+                try:
+                    self.env[n] = self.call(n)
+                except IRError:
+                    raise
+                except Exception as e:
+                    raise CaptureError(f"node {n.name} ({n.target}): {type(e).__name__}: {e}") from e
+            elif n.op == "output":
+                outs = n.args[0]
+                self.trace.outputs = [self.value(a) for a in (outs if isinstance(outs, (list, tuple)) else [outs])]
+            elif n.op == "get_attr":
+                self.env[n] = self.literal(n)
+        self.trace.guards = self.syms.guards()
+        self.trace.output_aliases = self.output_aliases()
+        self.trace.lint()
+        return self.trace
+
+    def output_aliases(self) -> list[OutputAlias | None]:
+        if not any(self.aliases):
+            return []
+        out: list[OutputAlias | None] = []
+        for a in self.aliases:
+            if a is None or a.kind == "output":
+                out.append(None if a is None else OutputAlias("output", a.index))
+                continue
+            out.append(OutputAlias("input", a.index, tuple(self.sym(s) for s in a.size),
+                                   tuple(self.sym(s) for s in a.stride), self.sym(a.storage_offset)))
+        return out
+
+    def literal(self, n: torch.fx.Node) -> Var:
+        """A ``get_attr`` tensor of the traced graph. Capture traces on fake tensors and refuses
+        real ones, so such a tensor was made from a literal while tracing (``torch.tensor([])``
+        in HF's KV cache, ``torch.tensor(-inf)``): one whose elements are all equal (or that is
+        empty) is a ``full``; any other is refused (pass it as an input)."""
+        obj: Any = self.gm
+        for part in str(n.target).split("."):
+            obj = getattr(obj, part, None)
+        if isinstance(obj, torch.Tensor) and not isinstance(obj, torch._subclasses.FakeTensor):
+            flat = obj.detach().reshape(-1)
+            if flat.numel() == 0 or bool((flat == flat[0]).all()):
+                value = flat[0].item() if flat.numel() else 0
+                typ = TensorType(dtype_name(obj.dtype), tuple(obj.shape), _dev(obj.device))
+                return self.emit("full", (tuple(obj.shape), value, typ.dtype), None, hint="literal", out_type=typ)
+        raise CaptureError(f"node {n.name}: get_attr {n.target!r}: a tensor constant in the traced program "
+                           "(a literal tensor with distinct values?): tensors must be inputs, not constants")
+
+    def value(self, a: Any) -> Any:
+        """fx argument -> IR argument: Vars, numbers, exprs, tuples."""
+        if isinstance(a, torch.fx.Node):
+            a = self.env[a]
+        if isinstance(a, (list, tuple)):
+            return tuple(self.value(x) for x in a)
+        if isinstance(a, (torch.SymInt, torch.SymBool)):
+            return self.sym(a)
+        return a
+
+    def call(self, n: torch.fx.Node) -> Any:
+        tgt = n.target
+        if tgt is operator.getitem:
+            return self.env[n.args[0]][n.args[1]]
+        if tgt is aten._local_scalar_dense.default:
+            raise CaptureError(
+                f"node {n.name} ({tgt}): .item() turns a tensor's value into a Python number while tracing, so "
+                "the program's shape would depend on data; satfuse plans cannot carry that. Keep the value a "
+                "tensor (for torch.optim: capturable=True), or pass it as a Python number argument.")
+        val = n.meta.get("val")
+        if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat)) or (
+                not isinstance(tgt, torch._ops.OpOverload) and not isinstance(val, (torch.Tensor, list, tuple))):
+            return self.sym(val)
+        if tgt is aten.copy_.default and n.args[0] in self.input_of:
+            return self.writeback(n)
+        schema = getattr(tgt, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            raise CaptureError(f"node {n.name} ({tgt}): an in-place op that functionalization left in the graph")
+        b = Builder(self, n)
+        conv = ATEN_MAP.get(tgt) or ATEN_MAP.get(getattr(tgt, "_overloadpacket", None)) or ATEN_MAP.get(str(tgt))
+        if conv is not None:
+            args, kwargs = [self.value(a) for a in n.args], {k: self.value(v) for k, v in n.kwargs.items()}
+            mark = len(self.trace.nodes)
+            try:
+                return conv(b, *args, **kwargs)
+            except NotInVocab:  # run the aten op itself instead
+                del self.trace.nodes[mark:]
+        return b.opaque(tgt)
+
+    def writeback(self, n: torch.fx.Node) -> Var:
+        """Functionalization's ``copy_(input, final)``: the input's write-back."""
+        inp = self.input_of[n.args[0]]
+        val = self.value(n.args[1])
+        if not (isinstance(val, Var) and val.type == inp.type):  # a cast or broadcast the copy does
+            val = self.emit("copy_", (inp, val), n, hint=inp.name)
+        if any(buf is inp for buf, _ in self.trace.writebacks):
+            raise CaptureError(f"node {n.name}: input {inp.name} is written back twice")
+        if val is not inp:
+            self.trace.writebacks.append((inp, val))
+        return inp
+
+    # -------------------------------------------------------------- emission helpers used by Builder
+    def emit(self, op: str, args: tuple, n: torch.fx.Node | None, kwargs: dict | None = None, hint: str | None = None,
+             out_type: Any = None) -> Var:
+        if not is_opaque(op) and any(isinstance(a, complex) for a in flat_args(args)):
+            raise NotInVocab(f"{op}: complex scalar operand")
+        if out_type is None:
+            dev = None
+            if n is not None and isinstance(n.meta.get("val"), torch.Tensor):
+                dev = _dev(n.meta["val"].device)
+            out_type = infer(op, args, dev)
+        v = Var(self.ns.name(hint or op.split(".")[1] if "." in op else hint or op), out_type)
+        self.trace.nodes.append(Node(op, args, kwargs or {}, (v,)))
+        return v
+
+    def emit_multi(self, op: str, args: tuple, kwargs: dict, types: list, hint: str) -> tuple[Var, ...]:
+        outs = tuple(Var(self.ns.name(hint), t) for t in types)
+        self.trace.nodes.append(Node(op, args, kwargs, outs))
+        return outs
+
+
+def _dev(d: torch.device) -> str:
+    return str(d) if d.type != "cuda" or d.index is not None else "cuda:0"

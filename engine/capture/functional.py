@@ -1,0 +1,253 @@
+"""Tracing on PyTorch's functionalization: a program with views and in-place ops -> a
+functional aten graph plus the metadata that says how eager's outputs and inputs alias.
+
+This is the machinery AOTAutograd uses. Two passes over the program, both on fake tensors:
+
+1. ``run_functionalized_fw_and_collect_metadata`` (FunctionalTensorMode) records which inputs
+   the program mutates (data or metadata) and how each output aliases (AOTAutograd's
+   ``ViewAndMutationMeta``). While it runs, :class:`_OverlapCheck` sits above functionalization
+   and raises eager's error for the writes eager refuses (``x.mul_(x[0])``, ``x.copy_(x.t())``,
+   a write into an expanded tensor): functionalization would silently give them a meaning.
+2. ``make_fx`` under ``FunctionalTensorMode`` records the graph (functionalization below autograd,
+   so a program may call ``torch.autograd.grad`` itself). Every write
+   through a view becomes a ``*_scatter`` op into its base and every ``out=`` / in-place op its
+   functional form; the graph ends with one ``copy_(input, final_value)`` per mutated input.
+
+make_fx keeps process-global state while it traces (its patcher, the current tracer, proxy
+modes) and Dynamo's first import is not re-entrant, so concurrent captures from several threads
+corrupt each other and every later ``torch.compile``. :data:`TRACING` serializes them.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+from torch._dispatch.python import enable_python_dispatcher
+from torch._functorch._aot_autograd.functional_utils import from_fun, has_data_mutation, to_fun
+from torch._subclasses.functional_tensor import FunctionalTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class TracingLock:
+    """The one lock every capture holds while it runs make_fx, functionalization or Dynamo's
+    machinery (re-entrant: the ``torch.compile`` backend captures inside Dynamo's own call).
+
+    Held by capture (``trace.capture``), by the backend's graph conversion and by the jit; the
+    first acquisition also imports Dynamo, whose import races when several threads start it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._ready = False
+
+    def __enter__(self) -> "TracingLock":
+        self._lock.acquire()
+        if not self._ready:
+            import torch._dynamo  # noqa: F401 - imported once, under the lock
+            from torch._functorch._aot_autograd import collect_metadata_analysis  # noqa: F401
+
+            self._ready = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._lock.release()
+
+
+#: the process's tracing lock (see :class:`TracingLock`)
+TRACING = TracingLock()
+
+
+class SelfOverlapError(RuntimeError):
+    """A write eager refuses because the written tensor overlaps itself or an operand in memory.
+    A RuntimeError, like eager's."""
+
+
+@dataclass(frozen=True)
+class AliasInfo:
+    """How one output aliases in eager: ``kind`` "input" (input ``index`` or a view of it, with
+    the view's geometry as torch SymInts/ints) or "output" (the same tensor as output ``index``)."""
+
+    kind: str
+    index: int
+    size: tuple[Any, ...] | None = None
+    stride: tuple[Any, ...] | None = None
+    storage_offset: Any = None
+
+
+@dataclass
+class FunctionalGraph:
+    """The functional aten graph and what the metadata pass learned."""
+
+    gm: torch.fx.GraphModule
+    mutated_inputs: list[int]  # flat input positions whose data the program writes
+    output_aliases: list[AliasInfo | None]
+
+
+def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict) -> FunctionalGraph:
+    """Trace ``flat_fn`` (flat inputs -> flat list of outputs) functionalized. Call under
+    :data:`TRACING` and the fake mode of ``fakes``. Raises :class:`SelfOverlapError` where eager
+    would refuse a write, and ``MetadataMutationError`` for an in-place metadata change of an
+    input (``x.t_()``), which a plan cannot reproduce on the caller's tensor."""
+    from torch._functorch._aot_autograd.collect_metadata_analysis import run_functionalized_fw_and_collect_metadata
+    from torch._functorch._aot_autograd.descriptors import PlainAOTInput
+    from torch._functorch._aot_autograd.schemas import OutputType
+
+    box: list[Any] = []
+
+    def checked(*args: Any) -> list[Any]:
+        with _OverlapCheck():
+            out = flat_fn(*args)
+        box.append((args, out))
+        return out
+
+    collect = run_functionalized_fw_and_collect_metadata(
+        checked, flat_args_descs=[PlainAOTInput(i) for i in range(len(fakes))], keep_input_mutations=True)
+    meta = collect(*fakes)
+    args, outs = box[-1]
+    for i, info in enumerate(meta.input_info):
+        if info.mutates_metadata:
+            raise MetadataMutationError(
+                f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
+                "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
+                "out-of-place form (x = x.t()) and return it")
+    aliases: list[AliasInfo | None] = []
+    seen: dict[int, int] = {}
+    for k, (o, info) in enumerate(zip(outs, meta.output_info)):
+        if not isinstance(o, torch.Tensor):
+            aliases.append(None)
+            continue
+        if id(o) in seen:
+            aliases.append(AliasInfo("output", seen[id(o)]))
+            continue
+        seen[id(o)] = k
+        if info.output_type in (OutputType.alias_of_input, OutputType.is_input) and info.base_idx is not None:
+            aliases.append(AliasInfo("input", info.base_idx, tuple(o.size()), tuple(o.stride()), o.storage_offset()))
+        else:
+            aliases.append(None)
+    mutated = [i for i, info in enumerate(meta.input_info) if info.mutates_data]
+    with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True):
+        gm = make_fx(_functionalized(flat_fn), tracing_mode="real", decomposition_table=decompositions)(*fakes)
+    return FunctionalGraph(gm, mutated, aliases)
+
+
+def _functionalized(flat_fn: Callable) -> Callable:
+    """``flat_fn`` on functional wrappers of its inputs (as AOTAutograd's functionalized forward):
+    the program's own ops run functionalized; each input whose data it wrote gets one
+    ``copy_(input, final_value)``, and outputs are unwrapped to their values."""
+
+    def run(*args: Any) -> list[Any]:
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+            f_args = [to_fun(a) for a in args]
+            outs = flat_fn(*f_args)
+        for before, after in zip(args, f_args):
+            if isinstance(before, torch.Tensor) and has_data_mutation(after):
+                with torch.no_grad():
+                    before.copy_(from_fun(after))
+        return [from_fun(o) if isinstance(o, torch.Tensor) else o for o in outs]
+
+    return run
+
+
+class MetadataMutationError(RuntimeError):
+    """An input's shape/strides are changed in place (refused: see ``trace_functional``)."""
+
+
+# ---------------------------------------------------------------- eager's overlap checks
+
+
+class _OverlapCheck(TorchDispatchMode):
+    """Above functionalization, sees the program's own ops: for each write (a schema argument
+    marked written: in-place, ``out=``, ``copy_``) it applies eager's memory-overlap checks
+    (ATen's MemoryOverlap.cpp): a written tensor may not hold one element twice (a stride-0
+    dim of extent > 1), and may not *partially* overlap a tensor it reads (same storage, ranges
+    that intersect but are not identical with identical strides)."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        schema = getattr(func, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            written, read = [], []
+            for i, a in enumerate(schema.arguments):
+                v = args[i] if i < len(args) else kwargs.get(a.name)
+                ts = [t for t in pytree.tree_leaves(v) if isinstance(t, torch.Tensor)]
+                (written if a.alias_info is not None and a.alias_info.is_write else read).extend(ts)
+            for w in written:
+                if _internal_overlap(w):
+                    raise SelfOverlapError(
+                        f"{func}: unsupported operation: more than one element of the written-to tensor refers to "
+                        "a single memory location. Please clone() the tensor before performing the operation.")
+                for r in read:
+                    if r is not w and _partial_overlap(w, r):
+                        raise SelfOverlapError(
+                            f"{func}: unsupported operation: some elements of the input tensor and the written-to "
+                            "tensor refer to a single memory location. Please clone() the tensor before performing "
+                            "the operation.")
+        return func(*args, **kwargs)
+
+
+def _known(x: Any) -> int | None:
+    """An int, or None for a size that is not known statically (then eager's check is "too hard")."""
+    if isinstance(x, int):
+        return x
+    try:
+        return int(x) if x.node.is_constant() else None  # noqa: SIM108
+    except Exception:  # noqa: BLE001 - a symbolic size
+        return None
+
+
+def _geometry(t: torch.Tensor) -> tuple[list[int], list[int], int] | None:
+    size = [_known(s) for s in t.size()]
+    stride = [_known(s) for s in t.stride()]
+    off = _known(t.storage_offset())
+    if any(v is None for v in (*size, *stride, off)):
+        return None
+    return size, stride, off  # type: ignore[return-value]
+
+
+def _internal_overlap(t: torch.Tensor) -> bool:
+    g = _geometry(t)
+    return g is not None and any(st == 0 and sz > 1 for sz, st in zip(g[0], g[1]))
+
+
+def _dense(size: list[int], stride: list[int]) -> bool:
+    """``is_non_overlapping_and_dense``: some permutation of the dims is contiguous."""
+    dims = sorted((i for i in range(len(size)) if size[i] != 1), key=lambda i: stride[i])
+    expected = 1
+    for i in dims:
+        if stride[i] != expected:
+            return False
+        expected *= size[i]
+    return True
+
+
+def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """ATen's ``get_overlap_status(a, b) == Partial``."""
+    try:
+        same = a.untyped_storage()._cdata == b.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - a tensor without storage
+        return False
+    if not same:
+        return False
+    ga, gb = _geometry(a), _geometry(b)
+    if ga is None or gb is None:
+        return False
+    na, nb = _numel(ga[0]), _numel(gb[0])
+    if na == 0 or nb == 0 or not _dense(ga[0], ga[1]) or not _dense(gb[0], gb[1]):
+        return False  # empty: no overlap; not dense: eager's "too hard", it does not refuse
+    ia, ib = a.element_size(), b.element_size()  # byte ranges, as ATen compares data pointers
+    a0, b0 = ga[2] * ia, gb[2] * ib
+    a1, b1 = a0 + na * ia, b0 + nb * ib
+    if a0 == b0 and a1 == b1:
+        return ga[1] != gb[1]
+    return a0 < b1 and b0 < a1
+
+
+def _numel(size: list[int]) -> int:
+    n = 1
+    for s in size:
+        n *= s
+    return n

@@ -1,0 +1,135 @@
+"""Symbols and range guards: the ShapeEnv's symbols and guards, in the trace's own names.
+
+Capture owns a ShapeEnv (or borrows Dynamo's); every SymInt the traced graph mentions becomes
+an expression over ``s0, s1, ...`` (numbered by first appearance), and every assumption the
+ShapeEnv made about a symbol becomes an explicit guard of the trace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+from ..ir import Trace, as_extent
+
+#: guards that only decide the strides of fake tensors: our plan never relies on strides
+STRIDE_ONLY = {"check_contiguous_sizes_strides", "is_contiguous", "_compute_contiguous_strides",
+               "compute_required_storage_length", "is_non_overlapping_and_dense", "_is_contiguous",
+               "is_channels_last_contiguous", "compute_elementwise_output_strides",
+               "_maybe_guard_rel", "is_contiguous_for_memory_format"}
+
+
+class Symbols:
+    """The map from a ShapeEnv's symbols to ours, with a hint (example value) per symbol."""
+
+    def __init__(self, shape_env: ShapeEnv) -> None:
+        self.shape_env = shape_env
+        self.symbols: dict[sympy.Symbol, sympy.Symbol] = {}  # theirs -> ours
+        self.hints: dict[str, int] = {}
+        self.canon: dict[sympy.Expr, sympy.Expr] = {}  # compound extent -> its canonical spelling
+        self.canon_by_hint: dict[int, list[sympy.Expr]] = {}
+
+    def sym(self, e: Any) -> Any:
+        """A SymInt/SymBool/sympy expr in our symbol names (s0, s1, ... by first appearance)."""
+        if isinstance(e, (torch.SymInt, torch.SymBool, torch.SymFloat)):
+            e = e.node.expr
+        if not isinstance(e, sympy.Basic):
+            return e
+        e = self.shape_env.replace(e)
+        if isinstance(e, sympy.Expr) and not (e.is_Symbol or e.is_number):
+            e = self.canonical(e)
+        subs = {}
+        for s in sorted(e.free_symbols, key=lambda s: s.name):
+            if s not in self.symbols:
+                new = sympy.Symbol(f"s{len(self.symbols)}", integer=True)
+                self.symbols[s] = new
+                hint = self.shape_env.backed_var_to_val.get(s) if hasattr(self.shape_env, "backed_var_to_val") else None
+                if hint is not None:
+                    self.hints[new.name] = int(hint)
+            subs[s] = self.symbols[s]
+        out = e.xreplace(subs)
+        if isinstance(out, sympy.Expr) and not isinstance(out, sympy.logic.boolalg.Boolean):
+            return as_extent(out)
+        return out
+
+    def canonical(self, e: sympy.Expr) -> sympy.Expr:
+        """One spelling per extent the ShapeEnv knows to be equal: ``s3*s88`` and ``s38*s97`` (HF's
+        logits ``view(-1, V)`` vs its labels ``view(-1)``) are equal by a guard, not by a
+        replacement (the ShapeEnv substitutes single symbols only), and the IR compares extents
+        syntactically: a backward graph's ``mul`` of the two did not broadcast. The first
+        spelling seen wins; a later one that the guards prove equal (same hint) maps to it."""
+        known = self.canon.get(e)
+        if known is not None:
+            return known
+        self.canon[e] = e
+        try:
+            hint_of = getattr(self.shape_env, "guarding_hint_or_throw", None) or self.shape_env.size_hint
+            hint = int(hint_of(e))
+        except Exception:  # noqa: BLE001 - unbacked or not an int: keep it as it is
+            return e
+        for c in self.canon_by_hint.setdefault(hint, []):
+            try:
+                same = self.shape_env._maybe_evaluate_static(sympy.Eq(e, c))
+            except Exception:  # noqa: BLE001
+                same = None
+            if same is sympy.true:
+                self.canon[e] = c
+                return c
+        self.canon_by_hint[hint].append(e)
+        return e
+
+    def guards(self) -> list:
+        """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
+        out = []
+        for g in self.shape_env.guards:
+            loc = g.sloc.framework_loc
+            if loc is not None and getattr(loc, "name", "") in STRIDE_ONLY:
+                continue
+            e = self.sym(g.expr)
+            if e is sympy.true:
+                continue
+            out.append(e)
+        return out
+
+
+def range_guards(shape_env: ShapeEnv, symbols: dict[sympy.Symbol, sympy.Symbol], trace: Trace) -> list[Any]:
+    """The ShapeEnv's value ranges of the input symbols, as guards in our symbols.
+
+    Only bounds that no guard already states are added; ``[-oo, oo]`` adds nothing.
+    """
+    have = set(trace.guards)
+    bound = trace.symbols()
+    out: list[Any] = []
+    for theirs, ours in symbols.items():
+        if ours not in bound:
+            continue
+        vr = shape_env.var_to_range.get(theirs)
+        if vr is None:
+            continue
+        for bound_val, rel in ((vr.lower, sympy.Ge), (vr.upper, sympy.Le)):
+            if not getattr(bound_val, "is_Integer", False) and not isinstance(bound_val, int):
+                continue  # infinite
+            g = rel(ours, int(bound_val))
+            if g is sympy.true or g in have or _implied(g, have):
+                continue
+            out.append(g)
+            have.add(g)
+    return out
+
+
+def _implied(g: Any, have: set) -> bool:
+    """Cheap syntactic test: ``s >= b`` is implied by ``s > b2`` or ``s >= b2`` with b2 >= b-1 etc."""
+    s, b = g.lhs, int(g.rhs)
+    for h in have:
+        if not isinstance(h, sympy.core.relational.Relational) or h.lhs != s or not h.rhs.is_Integer:
+            continue
+        c = int(h.rhs)
+        if isinstance(g, sympy.GreaterThan):
+            if (isinstance(h, sympy.GreaterThan) and c >= b) or (isinstance(h, sympy.StrictGreaterThan) and c >= b - 1):
+                return True
+        elif (isinstance(h, sympy.LessThan) and c <= b) or (isinstance(h, sympy.StrictLessThan) and c <= b + 1):
+            return True
+    return False
