@@ -349,15 +349,14 @@ class _GuardMark:
     def drop_stride_only(self) -> list[Any]:
         import sympy
 
-        from satfuse.engine.capture.symbols import STRIDE_ONLY as _STRIDE_ONLY
+        from satfuse.engine.capture.symbols import layout_only
 
         if self.env is None:
             return []
         new = self.env.guards[self.n:]
         keep, dropped = [], []
         for g in new:
-            loc = getattr(getattr(g, "sloc", None), "framework_loc", None)
-            stride_only = loc is not None and getattr(loc, "name", "") in _STRIDE_ONLY
+            stride_only = getattr(g, "sloc", None) is not None and layout_only(g)
             narrowed = any(self.env.var_to_range.get(s) != self.ranges.get(s) for s in g.expr.free_symbols)
             if stride_only and not isinstance(g.expr, sympy.Eq) and not narrowed:
                 dropped.append(g.expr)

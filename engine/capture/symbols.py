@@ -20,6 +20,18 @@ STRIDE_ONLY = {"check_contiguous_sizes_strides", "is_contiguous", "_compute_cont
                "compute_required_storage_length", "is_non_overlapping_and_dense", "_is_contiguous",
                "is_channels_last_contiguous", "compute_elementwise_output_strides",
                "_maybe_guard_rel", "is_contiguous_for_memory_format"}
+#: (file suffix, function) of guards functionalization adds for its wrappers' storage sizes only
+_WRAPPER_ONLY = {("functional_tensor.py", "__new__")}
+
+
+def layout_only(guard: Any) -> bool:
+    """A ShapeEnv guard that only decided fake-tensor strides or wrapper storage sizes (our plans
+    depend on neither)."""
+    loc = guard.sloc.framework_loc
+    if loc is None:
+        return False
+    name = getattr(loc, "name", "")
+    return name in STRIDE_ONLY or any(str(loc.filename).endswith(f) and name == n for f, n in _WRAPPER_ONLY)
 
 
 class Symbols:
@@ -85,8 +97,7 @@ class Symbols:
         """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
         out = []
         for g in self.shape_env.guards:
-            loc = g.sloc.framework_loc
-            if loc is not None and getattr(loc, "name", "") in STRIDE_ONLY:
+            if layout_only(g):
                 continue
             e = self.sym(g.expr)
             if e is sympy.true:
