@@ -48,8 +48,9 @@ EGG_TO_OP = {spec.egg: name for name, spec in OPS.items()}
 #: the looked-up tensor (arg 0) must be a segment input for these to fuse
 LOOKUP_NEEDS_INPUT = frozenset({"take_along_axis", "index_select", "slice", "pad", "cat"})
 #: these never share a kernel with pointwise/reduction work (gather: ATen segment; scatter: greedy only);
-#: index_copy has no nvFuser op at all
-NOT_FUSIBLE = frozenset({"gather", "scatter", "index_copy"})
+#: index_copy, index_put and the view scatters have no nvFuser op at all
+NOT_FUSIBLE = frozenset({"gather", "scatter", "index_copy", "index_put", "slice_scatter", "select_scatter",
+                         "diagonal_scatter"})
 #: ops that eager torch runs as views (no kernel, no bytes)
 EAGER_VIEWS = frozenset({"reshape", "squeeze", "permute", "broadcast_in_dim"})
 TARGETS = ("nvfuser", "eager")

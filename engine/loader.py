@@ -234,8 +234,8 @@ class _Builder:
                 j = self._dim_row("load-ddiv", self.dim(a), self.dim(b))
             elif name in ("Mod", "PythonMod"):
                 j = self._dim_row("load-dmod", self.dim(e.args[0]), self.dim(e.args[1]))
-            elif isinstance(e, (sympy.Min, sympy.Max)):
-                tag = "load-dmin" if isinstance(e, sympy.Min) else "load-dmax"
+            elif isinstance(e, (sympy.Min, sympy.Max)) or name in ("Min", "Max"):  # sympy's or torch's own
+                tag = "load-dmin" if name == "Min" else "load-dmax"
                 args = list(e.args)
                 j = self.dim(args[0])
                 for a in args[1:]:

@@ -117,8 +117,8 @@ def dim_term(e: Any) -> str:
         return f"(DDiv {dim_term(a)} {dim_term(b)})"
     if name in ("Mod", "PythonMod"):
         return f"(DMod {dim_term(e.args[0])} {dim_term(e.args[1])})"
-    if isinstance(e, (sympy.Min, sympy.Max)):
-        tag = "DMin" if isinstance(e, sympy.Min) else "DMax"
+    if isinstance(e, (sympy.Min, sympy.Max)) or name in ("Min", "Max"):  # sympy's or torch's own
+        tag = "DMin" if name == "Min" else "DMax"
         args = list(e.args)
         acc = dim_term(args[0])
         for a in args[1:]:

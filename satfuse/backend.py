@@ -1,16 +1,15 @@
 """``torch.compile(fn, backend="satfuse")``.
 
-Dynamo captures the frame; :func:`satfuse_backend` re-traces Dynamo's graph with
-``make_fx`` under the placeholders' own FakeTensorMode (their ``meta['example_value']``,
-never the real tensors), so in-place aten ops are kept and the symbols are Dynamo's;
-the aten graph becomes a Trace (``engine/capture/graph.trace_from_graph``), is optimized
-with the builtin rule catalogue and lowered. Guards the optimizer adds are evaluated on
+Dynamo captures the frame; :func:`satfuse_backend` hands Dynamo's graph to capture
+(``engine/capture/graph.capture_dynamo_graph``: functionalized re-trace under the
+placeholders' own FakeTensorMode, symbols are Dynamo's), optimizes the Trace with the
+builtin rule catalogue and lowers it. Guards the optimizer adds are evaluated on
 Dynamo's ShapeEnv, which makes them Dynamo guards (a call that violates one recompiles).
 
 Graphs that need gradients (grad enabled and an input that requires grad) go through
 AOTAutograd with satfuse as forward and backward compiler: each of the two graphs comes
-as its own trace. Graphs without grad keep their in-place updates (an optimizer step,
-``x.add_(y)``) for satfuse's write-back machinery.
+as its own trace. Graphs without grad keep their input mutations (an optimizer step,
+``x.add_(y)``) as write-backs.
 
 Registration: ``import satfuse`` registers the name with Dynamo's registry when that is
 cheap (Dynamo already imported, or satfuse not installed with its entry point); otherwise
@@ -151,7 +150,7 @@ class _Backend:
         if needs_grad:
             from torch._dynamo.backends.common import aot_autograd
 
-            from satfuse.engine.capture.trace import decomposition_table
+            from satfuse.engine.capture import decomposition_table
 
             fw = self._boxed("forward")
             bw = self._boxed("backward")
@@ -175,78 +174,26 @@ class _Backend:
             return self._compile_graph(gm, example_inputs, kind, meta_key)
 
     def _compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
-        import torch
-        from torch._guards import detect_fake_mode
-        from torch.fx.experimental.proxy_tensor import make_fx
-
-        from satfuse.engine.capture.graph import trace_from_graph
-        from satfuse.engine.capture.trace import decomposition_table
+        from satfuse.engine.capture.graph import capture_dynamo_graph
         from satfuse.engine.optimize import optimize_trace
         from satfuse.lowering import GuardError, lower
         from satfuse.lowering.aliasing import of_trace, runs_eagerly, written_positions
 
         t0 = time.perf_counter()
-        timings: dict[str, float] = {}
         opts = self.options
         graph = gm  # Dynamo's own graph: runs eagerly where no plan may
-        gm, consts = _lift_get_attrs(gm)
-        phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        n_graph = len(phs) - len(consts)
-        metas = []
-        for i, n in enumerate(phs[:n_graph]):
-            v = n.meta.get(meta_key, n.meta.get("val", n.meta.get("example_value")))
-            metas.append(example_inputs[i] if v is None else v)
-        fake_mode = detect_fake_mode(example_inputs) or detect_fake_mode(
-            [v for v in metas if isinstance(v, torch._subclasses.FakeTensor)])
-        if fake_mode is None:
-            from torch._subclasses.fake_tensor import FakeTensorMode
-            from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-            fake_mode = FakeTensorMode(shape_env=ShapeEnv())
-        fake_args: list[Any] = []
-        for v in [*metas, *consts]:
-            if isinstance(v, torch.Tensor) and not isinstance(v, torch._subclasses.FakeTensor):
-                v = fake_mode.from_tensor(v, static_shapes=True)  # never trace with real tensors
-            elif isinstance(v, torch._subclasses.FakeTensor):
-                # re-fakeify in the tracing mode ourselves (as make_fx's "fake" mode would) but keep
-                # ``item_memo``: a float Dynamo left unspecialized (dynamic=True: a module's ``eps``,
-                # ``p``, ``scaling``) is a 0-d tensor input whose ``.item()`` must be Dynamo's SymFloat
-                memo = v.item_memo
-                v = fake_mode.from_tensor(v)
-                if memo is not None:
-                    v.item_memo = memo
-            fake_args.append(v)
-        shape_env = fake_mode.shape_env
-        mark = _GuardMark(shape_env)
         try:
-            with fake_mode, torch.no_grad():
-                agm = make_fx(gm, tracing_mode="real", decomposition_table=decomposition_table())(*fake_args)
+            dg = capture_dynamo_graph(gm, example_inputs, meta_key, name=f"{kind}_graph")
         except Exception as e:  # noqa: BLE001 - torch raises many kinds
-            raise BackendError(f"satfuse: re-tracing the {kind} graph with make_fx failed: {type(e).__name__}: {e}") from e
-        if shape_env is not None and any(n.target is torch.ops.aten._local_scalar_dense.default
-                                         for n in agm.graph.nodes):
-            # SymFloat math becomes tensor math on the 0-d input, as AOTAutograd does for its graphs
-            # (what cannot be tensorified makes Dynamo restart with that float specialized)
-            from torch.fx.passes._tensorify_python_scalars import tensorify_python_scalars
-
-            tensorify_python_scalars(agm, shape_env, fake_mode)
-        # tensors the program creates from literals (``torch.tensor([])`` in HF's KV cache) are
-        # ``get_attr`` constants of the re-trace: they become inputs too, passed like the lifted attrs
-        names = [_name(n) for n in phs]
-        agm, literals = _lift_get_attrs(agm)
-        for k, c in enumerate(literals):
-            fake_args.append(fake_mode.from_tensor(c, static_shapes=True))
-            names.append(f"literal{k}")
-        consts = [*consts, *literals]
-        dropped = mark.drop_stride_only()
-        timings["retrace"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
-        gt = trace_from_graph(agm, fake_args, shape_env, names=names, name=f"{kind}_graph")
-        timings["convert"] = time.perf_counter() - t1
+            if type(e).__module__.startswith("torch._dynamo"):
+                raise  # Dynamo's own signals (restart with a float specialized, ...)
+            raise BackendError(f"satfuse: capturing the {kind} graph failed: {type(e).__name__}: {e}") from e
+        timings = dict(dg.timings)
+        gt, shape_env, consts, dropped = dg.graph, dg.shape_env, dg.consts, dg.dropped_guards
         with shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext():
             # Dynamo's fakes share storage as the real inputs do; read on hints, as AOTAutograd
             # does (no Dynamo guard: the plan's prologue checks the pattern of every call)
-            aliasing = of_trace(gt.trace, fake_args)
+            aliasing = of_trace(gt.trace, dg.fake_args)
         if runs_eagerly(aliasing, written_positions(gt.trace)):
             return graph
         cat = _catalogue(opts)
@@ -287,84 +234,6 @@ def _catalogue(opts: Any) -> Any:
     if cat is None:
         cat = _CATALOGUES[key] = opts.catalogue()
     return cat
-
-
-def _name(n: Any) -> str:
-    from satfuse.engine.capture.graph import _clean
-
-    return _clean(n.name)
-
-
-def _lift_get_attrs(gm: Any) -> tuple[Any, list[Any]]:
-    """Turn every ``get_attr`` tensor (parameter, buffer, constant) into a trailing
-    placeholder; returns the rewritten module (a copy: Dynamo goes on reading its own graph,
-    whose placeholders must all carry a ``grapharg``) and the real tensors to pass for them."""
-    import copy
-
-    import torch
-
-    if not any(n.op == "get_attr" for n in gm.graph.nodes):
-        return gm, []
-    gm = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
-    attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
-    g = gm.graph
-    last_ph = None
-    for n in g.nodes:
-        if n.op == "placeholder":
-            last_ph = n
-    consts: list[Any] = []
-    for n in attrs:
-        obj = gm
-        for part in n.target.split("."):
-            obj = getattr(obj, part)
-        if not isinstance(obj, torch.Tensor):
-            continue
-        if last_ph is None:
-            with g.inserting_before(next(iter(g.nodes))):
-                ph = g.placeholder(f"attr_{n.target.replace('.', '_')}")
-        else:
-            with g.inserting_after(last_ph):
-                ph = g.placeholder(f"attr_{n.target.replace('.', '_')}")
-        last_ph = ph
-        ph.meta.update(n.meta)
-        n.replace_all_uses_with(ph)
-        g.erase_node(n)
-        consts.append(obj)
-    gm.recompile()
-    return gm, consts
-
-
-class _GuardMark:
-    """Guards our re-trace adds to Dynamo's ShapeEnv become Dynamo guards. Those that only
-    decide fake-tensor strides (``is_contiguous`` of a slice: ``dim0 != 1``) would make
-    Dynamo recompile for no reason (our plans do not depend on strides, as in ``capture``):
-    they are taken back, unless they are equalities (which may have specialized a symbol)
-    or narrowed a symbol's value range (which later decisions may have relied on)."""
-
-    def __init__(self, shape_env: Any) -> None:
-        self.env = shape_env
-        self.n = len(shape_env.guards) if shape_env is not None else 0
-        self.ranges = dict(shape_env.var_to_range) if shape_env is not None else {}
-
-    def drop_stride_only(self) -> list[Any]:
-        import sympy
-
-        from satfuse.engine.capture.symbols import layout_only
-
-        if self.env is None:
-            return []
-        new = self.env.guards[self.n:]
-        keep, dropped = [], []
-        for g in new:
-            stride_only = getattr(g, "sloc", None) is not None and layout_only(g)
-            narrowed = any(self.env.var_to_range.get(s) != self.ranges.get(s) for s in g.expr.free_symbols)
-            if stride_only and not isinstance(g.expr, sympy.Eq) and not narrowed:
-                dropped.append(g.expr)
-            else:
-                keep.append(g)
-        if dropped:
-            self.env.guards[self.n:] = keep
-        return dropped
 
 
 def _install_guards(gt: Any, optimized: Any, shape_env: Any) -> list[Any]:

@@ -6,8 +6,8 @@ symbolic entry; ``closure`` lifts module state a function closes over into input
 """
 
 from .closure import ClosureState, closure_state
-from .graph import GraphTrace, capture_symbolic, trace_from_graph
 from .convert import CaptureError
+from .graph import GraphTrace, capture_symbolic, trace_from_graph
 from .symbols import range_guards
 from .trace import Captured, capture, decomposition_table
 

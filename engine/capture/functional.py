@@ -189,28 +189,18 @@ class _OverlapCheck(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def _known(x: Any) -> int | None:
-    """An int, or None for a size that is not known statically (then eager's check is "too hard")."""
-    if isinstance(x, int):
-        return x
-    try:
-        return int(x) if x.node.is_constant() else None  # noqa: SIM108
-    except Exception:  # noqa: BLE001 - a symbolic size
-        return None
-
-
-def _geometry(t: torch.Tensor) -> tuple[list[int], list[int], int] | None:
-    size = [_known(s) for s in t.size()]
-    stride = [_known(s) for s in t.stride()]
-    off = _known(t.storage_offset())
-    if any(v is None for v in (*size, *stride, off)):
-        return None
-    return size, stride, off  # type: ignore[return-value]
+def _geometry(t: torch.Tensor) -> tuple[list[int], list[int], int]:
+    """Sizes, strides and offset as ints: a symbolic one is specialized (a guard), which happens
+    only for tensors already known to share a written tensor's storage."""
+    return [int(s) for s in t.size()], [int(s) for s in t.stride()], int(t.storage_offset())
 
 
 def _internal_overlap(t: torch.Tensor) -> bool:
-    g = _geometry(t)
-    return g is not None and any(st == 0 and sz > 1 for sz, st in zip(g[0], g[1]))
+    """A dim of stride 0 and extent > 1 (an expanded tensor); a symbolic stride is never 0."""
+    for sz, st in zip(t.size(), t.stride()):
+        if isinstance(st, int) and st == 0 and bool(sz > 1):
+            return True
+    return False
 
 
 def _dense(size: list[int], stride: list[int]) -> bool:
@@ -233,8 +223,6 @@ def _partial_overlap(a: torch.Tensor, b: torch.Tensor) -> bool:
     if not same:
         return False
     ga, gb = _geometry(a), _geometry(b)
-    if ga is None or gb is None:
-        return False
     na, nb = _numel(ga[0]), _numel(gb[0])
     if na == 0 or nb == 0 or not _dense(ga[0], ga[1]) or not _dense(gb[0], gb[1]):
         return False  # empty: no overlap; not dense: eager's "too hard", it does not refuse

@@ -1,11 +1,11 @@
 """Capture entry points for ``satfuse.jit`` and the ``torch.compile`` backend.
 
-Both reuse the fx -> Trace converter of ``capture.py``; they differ from
+Both reuse the fx -> Trace converter (``convert.py``); they differ from
 ``capture()`` in where the symbols come from:
 
-- :func:`trace_from_graph` converts an fx graph that was traced under someone
-  else's ShapeEnv (Dynamo's, in the backend), so the trace's symbols stand for
-  Dynamo's and every guard we evaluate on them becomes a Dynamo guard.
+- :func:`capture_dynamo_graph` re-traces a Dynamo graph functionalized under Dynamo's own
+  fake mode, and :func:`trace_from_graph` converts the result under Dynamo's ShapeEnv, so the
+  trace's symbols stand for Dynamo's and every guard we evaluate on them becomes a Dynamo guard.
 - :func:`capture_symbolic` is ``capture`` with every argument dynamic by default
   (see ``capture``'s docstring for the range guards).
 """
@@ -21,7 +21,9 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import Namespace, Trace
 from .convert import CaptureError, Converter
-from .trace import Captured, capture
+from .functional import TRACING, trace_functional
+from .symbols import layout_only
+from .trace import Captured, capture, decomposition_table
 
 
 @dataclass
@@ -40,8 +42,8 @@ class GraphTrace:
 
 def trace_from_graph(gm: torch.fx.GraphModule, example_values: Sequence[Any], shape_env: ShapeEnv | None,
                      names: Sequence[str] | None = None, name: str = "computation",
-                     bound_guards_only: bool = True) -> GraphTrace:
-    """Convert an aten-level fx graph (from ``make_fx``) into a Trace.
+                     bound_guards_only: bool = True, aliases: Sequence[Any] | None = None) -> GraphTrace:
+    """Convert a functional aten-level fx graph (from ``trace_functional``) into a Trace.
 
     ``example_values``: one per placeholder (fake tensors, SymInts, numbers); used where a
     placeholder has no ``meta['val']``. ``shape_env``: the ShapeEnv that owns the symbols
@@ -55,7 +57,7 @@ def trace_from_graph(gm: torch.fx.GraphModule, example_values: Sequence[Any], sh
         ns = Namespace()
         names = [ns.name(_clean(n.name)) for n in ph]
     env = shape_env if shape_env is not None else ShapeEnv()
-    conv = Converter(gm, list(names), list(example_values), list(range(len(ph))), env)
+    conv = Converter(gm, list(names), list(example_values), list(range(len(ph))), env, list(aliases or []))
     trace = conv.run()
     if bound_guards_only:
         bound = trace.symbols()
@@ -77,3 +79,151 @@ def capture_symbolic(fn: Callable, *example_inputs: Any, dynamic: bool | Sequenc
                      name: str | None = None, **example_kwargs: Any) -> Captured:
     """``capture`` with every argument dynamic by default (the jit's entry)."""
     return capture(fn, *example_inputs, dynamic=dynamic, name=name, **example_kwargs)
+
+
+@dataclass
+class DynamoGraph:
+    """A Dynamo graph captured: the trace, the real tensors passed for lifted constants, the
+    ShapeEnv that owns the symbols, and the layout-only guards the re-trace took back."""
+
+    graph: GraphTrace
+    consts: list[Any]
+    shape_env: ShapeEnv | None
+    dropped_guards: list[Any]
+    timings: dict[str, float]
+    fake_args: list[Any]  # the fake value of every input of the trace
+
+
+def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_key: str,
+                         name: str = "computation") -> DynamoGraph:
+    """Re-trace a Dynamo (or AOTAutograd) graph functionalized, on the placeholders' own fake
+    values (``meta[meta_key]``, never the real tensors), and convert it."""
+    import time
+
+    from torch._guards import detect_fake_mode
+
+    t0 = time.perf_counter()
+    gm, consts = _lift_get_attrs(gm)
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    n_graph = len(phs) - len(consts)
+    metas = []
+    for i, n in enumerate(phs[:n_graph]):
+        v = n.meta.get(meta_key, n.meta.get("val", n.meta.get("example_value")))
+        metas.append(example_inputs[i] if v is None else v)
+    fake_mode = detect_fake_mode(example_inputs) or detect_fake_mode(
+        [v for v in metas if isinstance(v, torch._subclasses.FakeTensor)])
+    if fake_mode is None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+    fake_args: list[Any] = []
+    for v in [*metas, *consts]:
+        if isinstance(v, torch.Tensor) and not isinstance(v, torch._subclasses.FakeTensor):
+            v = fake_mode.from_tensor(v, static_shapes=True)  # never trace with real tensors
+        elif isinstance(v, torch._subclasses.FakeTensor):
+            # re-fakeify in the tracing mode ourselves (as make_fx's "fake" mode would) but keep
+            # ``item_memo``: a float Dynamo left unspecialized (dynamic=True: a module's ``eps``,
+            # ``p``, ``scaling``) is a 0-d tensor input whose ``.item()`` must be Dynamo's SymFloat
+            memo = v.item_memo
+            v = fake_mode.from_tensor(v)
+            if memo is not None:
+                v.item_memo = memo
+        fake_args.append(v)
+    shape_env = fake_mode.shape_env
+    mark = _GuardMark(shape_env)
+
+    def flat_fn(*args: Any) -> list[Any]:
+        out = gm(*args)
+        return list(out) if isinstance(out, (list, tuple)) else [out]
+
+    with TRACING, fake_mode, torch.no_grad():
+        fg = trace_functional(flat_fn, fake_args, decomposition_table())
+    agm = fg.gm
+    if shape_env is not None and any(n.target is torch.ops.aten._local_scalar_dense.default
+                                     for n in agm.graph.nodes):
+        # SymFloat math becomes tensor math on the 0-d input, as AOTAutograd does for its graphs
+        # (what cannot be tensorified makes Dynamo restart with that float specialized)
+        from torch.fx.passes._tensorify_python_scalars import tensorify_python_scalars
+
+        tensorify_python_scalars(agm, shape_env, fake_mode)
+    # tensors the program creates from literals (``torch.tensor([])`` in HF's KV cache) are
+    # ``get_attr`` constants of the re-trace: they become inputs too, passed like the lifted attrs
+    names = [_clean(n.name) for n in phs]
+    agm, literals = _lift_get_attrs(agm)
+    for k, c in enumerate(literals):
+        fake_args.append(fake_mode.from_tensor(c, static_shapes=True))
+        names.append(f"literal{k}")
+    dropped = mark.drop_layout_only()
+    timings = {"retrace": time.perf_counter() - t0}
+    t1 = time.perf_counter()
+    gt = trace_from_graph(agm, fake_args, shape_env, names=names, name=name, aliases=fg.output_aliases)
+    timings["convert"] = time.perf_counter() - t1
+    return DynamoGraph(gt, [*consts, *literals], shape_env, dropped, timings, fake_args)
+
+
+def _lift_get_attrs(gm: Any) -> tuple[Any, list[Any]]:
+    """Turn every ``get_attr`` tensor (parameter, buffer, constant) into a trailing
+    placeholder; returns the rewritten module (a copy: Dynamo goes on reading its own graph,
+    whose placeholders must all carry a ``grapharg``) and the real tensors to pass for them."""
+    import copy
+
+    if not any(n.op == "get_attr" for n in gm.graph.nodes):
+        return gm, []
+    gm = torch.fx.GraphModule(gm, copy.deepcopy(gm.graph))
+    attrs = [n for n in gm.graph.nodes if n.op == "get_attr"]
+    g = gm.graph
+    last_ph = None
+    for n in g.nodes:
+        if n.op == "placeholder":
+            last_ph = n
+    consts: list[Any] = []
+    for n in attrs:
+        obj = gm
+        for part in n.target.split("."):
+            obj = getattr(obj, part)
+        if not isinstance(obj, torch.Tensor):
+            continue
+        if last_ph is None:
+            with g.inserting_before(next(iter(g.nodes))):
+                ph = g.placeholder(f"attr_{n.target.replace('.', '_')}")
+        else:
+            with g.inserting_after(last_ph):
+                ph = g.placeholder(f"attr_{n.target.replace('.', '_')}")
+        last_ph = ph
+        ph.meta.update(n.meta)
+        n.replace_all_uses_with(ph)
+        g.erase_node(n)
+        consts.append(obj)
+    gm.recompile()
+    return gm, consts
+
+
+class _GuardMark:
+    """Guards our re-trace adds to Dynamo's ShapeEnv become Dynamo guards. Those that only
+    decide fake-tensor strides (``is_contiguous`` of a slice: ``dim0 != 1``) would make
+    Dynamo recompile for no reason (our plans do not depend on strides, as in ``capture``):
+    they are taken back, unless they are equalities (which may have specialized a symbol)
+    or narrowed a symbol's value range (which later decisions may have relied on)."""
+
+    def __init__(self, shape_env: Any) -> None:
+        self.env = shape_env
+        self.n = len(shape_env.guards) if shape_env is not None else 0
+        self.ranges = dict(shape_env.var_to_range) if shape_env is not None else {}
+
+    def drop_layout_only(self) -> list[Any]:
+        if self.env is None:
+            return []
+        new = self.env.guards[self.n:]
+        keep, dropped = [], []
+        for g in new:
+            stride_only = getattr(g, "sloc", None) is not None and layout_only(g)
+            narrowed = any(self.env.var_to_range.get(s) != self.ranges.get(s) for s in g.expr.free_symbols)
+            if stride_only and not isinstance(g.expr, sympy.Eq) and not narrowed:
+                dropped.append(g.expr)
+            else:
+                keep.append(g)
+        if dropped:
+            self.env.guards[self.n:] = keep
+        return dropped
+
+
