@@ -6,8 +6,9 @@ import threading
 
 import pytest
 import torch
-import satfuse
 from satfuse.engine import CaptureError, capture
+
+import satfuse
 
 
 def _clone(args):
