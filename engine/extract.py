@@ -30,9 +30,12 @@ alternative; the DAG cost is what a program that computes ``a`` once costs.
 
 from __future__ import annotations
 
+import gc
+import threading
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 import sympy
 
@@ -43,6 +46,7 @@ Choice = dict[str, str]
 
 #: costs closer than this are ties (costs are bytes-equivalents, so this is far below a byte)
 EPS = 1e-6
+INF = float("inf")
 
 
 class ExtractionError(RuntimeError):
@@ -141,71 +145,185 @@ def node_costs(view: EGraphView, model: CostModel, infos: dict[str, ClassInfo]) 
 # --------------------------------------------------------------------------- greedy DAG
 
 
-def _reaches(view: EGraphView, choice: dict[str, str], starts, target: str) -> bool:
-    """Does following ``choice`` from the classes ``starts`` reach ``target``?"""
-    stack = list(starts)
-    seen: set[str] = set()
-    while stack:
-        c = stack.pop()
-        if c == target:
-            return True
-        if c in seen:
-            continue
-        seen.add(c)
-        nid = choice.get(c)
-        if nid is not None:
-            stack.extend(view.nodes[nid].children)
-    return False
+def _members(bits: int) -> list[int]:
+    """Indices of the set bits of ``bits`` (``bin`` scans in C; one Python step per member)."""
+    s = bin(bits)
+    top = len(s) - 1
+    out = []
+    i = s.find("1", 2)
+    while i >= 0:
+        out.append(top - i)
+        i = s.find("1", i + 1)
+    return out
+
+
+class _Compact:
+    """The classes reachable from the roots (through any node), numbered children first.
+
+    Classes are grouped by strongly connected component of the class graph, components in
+    Tarjan's completion order (a component comes after every component it reaches), and
+    numbered in that order: a class's descendants outside its own component have smaller
+    numbers. Nodes are kept per class with their distinct child classes as numbers; a node
+    that uses its own class is dropped (it can never be in an acyclic program)."""
+
+    def __init__(self, view: EGraphView, roots: list[str]):
+        cls = _closure(roots, lambda c: [k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children])
+        succ = {c: {k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children} for c in cls}
+        comp = _sccs(succ)
+        self.names: list[str] = sorted(cls, key=comp.__getitem__)
+        idx = {c: i for i, c in enumerate(self.names)}
+        self.idx = idx
+        self.comp: list[int] = [comp[c] for c in self.names]
+        self.node_ids: list[str] = []
+        self.node_kids: list[tuple[int, ...]] = []
+        self.node_class: list[int] = []
+        self.class_nodes: list[list[int]] = []
+        for i, c in enumerate(self.names):
+            mine = []
+            for nid in view.classes.get(c, ()):
+                kids = tuple(sorted({idx[k] for k in view.nodes[nid].children}))
+                if i in kids:
+                    continue
+                mine.append(len(self.node_ids))
+                self.node_ids.append(nid)
+                self.node_kids.append(kids)
+                self.node_class.append(i)
+            self.class_nodes.append(mine)
+        self.cyclic: list[bool] = [False] * len(self.names)  # in a component of more than one class
+        for i, c in enumerate(self.names):
+            if any(comp[k] == comp[c] and k != c for k in succ[c]):
+                self.cyclic[i] = True
 
 
 def greedy_dag(view: EGraphView, roots: list[str], cost: dict[str, float]) -> Choice:
-    """Bottom-up worklist: a class's best node is the one whose class closure costs least."""
-    best: dict[str, tuple[float, dict[str, float], str]] = {}
-    chosen: dict[str, str] = {}  # class -> node, mirrors best (for the exact cycle check)
-    # leaves first (cheapest first), then the others by number of children
-    queue: list[str] = [nid for _, nid in sorted((cost[nid], nid) for nid, n in view.nodes.items() if not n.children)]
-    queue += sorted((nid for nid, n in view.nodes.items() if n.children), key=lambda x: len(view.nodes[x].children))
-    inq = set(queue)
-    limit = max(200_000, 50 * len(view.nodes))
+    """Cheapest node per class by the cost of the set of classes it pulls in (see module doc)."""
+    return _greedy(_Compact(view, roots), roots, cost)[0]
+
+
+def _greedy(g: _Compact, roots: list[str], cost: dict[str, float]) -> tuple[Choice, list[float], list[float]]:
+    """faster-greedy-dag, one strongly connected component at a time, children first.
+
+    A class's dependency set is a bit set (a Python int) with its total cost; it is dropped
+    as soon as every component that uses the class is done, so only the frontier's sets are
+    alive (a chain keeps O(1) of them). Across components the sets and totals are exact
+    (a child component is final before its parents are looked at); inside a cyclic
+    component a worklist iterates to a fixpoint, where a cached set can be stale, so a node
+    that would replace a choice is checked by walking the current choices in the component.
+    Returns (choice, total per class, total per node (inf: never a candidate))."""
+    n_cls = len(g.names)
+    ncost = [cost[nid] for nid in g.node_ids]
+    best = [-1] * n_cls
+    ccost = [0.0] * n_cls  # cost of the chosen node
+    total = [INF] * n_cls  # cost of the chosen node's dependency set
+    bits: list[int] = [0] * n_cls
+    node_total = [INF] * len(g.node_ids)
+    comp = g.comp
+    # which later components use a class: its set is freed when the last of them is done
+    ext_kids: dict[int, set[int]] = {}
+    for i in range(n_cls):
+        for nd in g.class_nodes[i]:
+            for k in g.node_kids[nd]:
+                if comp[k] != comp[i]:
+                    ext_kids.setdefault(comp[i], set()).add(k)
+    pending = [0] * n_cls
+    for ks in ext_kids.values():
+        for k in ks:
+            pending[k] += 1
+
+    def evaluate(nd: int) -> tuple[float, int] | None:
+        kids = g.node_kids[nd]
+        x = g.node_class[nd]
+        if not kids:
+            return ncost[nd], 1 << x
+        for k in kids:
+            if best[k] < 0:
+                return None
+        base = max(kids, key=total.__getitem__) if len(kids) > 1 else kids[0]
+        u = bits[base]
+        tot = total[base]
+        for k in kids:
+            if k == base:
+                continue
+            b = bits[k]
+            d = b & ~u
+            if not d:
+                continue
+            tot += total[k] if d == b else sum(ccost[i] for i in _members(d))
+            u |= d
+        if (u >> x) & 1:
+            return None  # its children already pull in its own class
+        return tot + ncost[nd], u | (1 << x)
+
+    def reaches(starts: tuple[int, ...], target: int, c: int) -> bool:
+        """Do the current choices inside component ``c`` lead from ``starts`` to ``target``?"""
+        stack = [k for k in starts if comp[k] == c]
+        seen = set()
+        while stack:
+            k = stack.pop()
+            if k == target:
+                return True
+            if k in seen or best[k] < 0:
+                continue
+            seen.add(k)
+            stack.extend(j for j in g.node_kids[best[k]] if comp[j] == c)
+        return False
+
     i = 0
-    while i < len(queue):
-        nid = queue[i]
-        i += 1
-        inq.discard(nid)
-        n = view.nodes[nid]
-        if any(c not in best for c in n.children):
-            continue  # re-queued when the missing child class gets a node
-        deps: dict[str, float] = {}
-        cyclic = False
-        for c in set(n.children):
-            cdeps = best[c][1]
-            if n.eclass == c or n.eclass in cdeps:
-                cyclic = True
-                break
-            if len(cdeps) > len(deps):
-                cdeps, deps = deps, dict(cdeps)
-            deps.update(cdeps)
-        if cyclic:
-            continue
-        deps[n.eclass] = cost[nid]
-        total = sum(deps.values())
-        cur = best.get(n.eclass)
-        if cur is not None and (total >= cur[0] - EPS or cur[2] == nid):
-            continue
-        if cur is not None and _reaches(view, chosen, n.children, n.eclass):
-            continue  # a stale cached set hid that this replacement closes a cycle
-        best[n.eclass] = (total, deps, nid)
-        chosen[n.eclass] = nid
-        for p in view.parents.get(n.eclass, ()):
-            if p not in inq:
-                queue.append(p)
-                inq.add(p)
-        if i > limit:
-            break  # improvements keep trickling in: the choice so far is valid, stop here
-    missing = [r for r in roots if r not in best]
+    while i < n_cls:
+        c = comp[i]
+        j = i
+        while j < n_cls and comp[j] == c:
+            j += 1
+        if not g.cyclic[i]:  # one class, no cycle: each node once
+            for nd in g.class_nodes[i]:
+                r = evaluate(nd)
+                if r is None:
+                    continue
+                node_total[nd] = r[0]
+                if r[0] < total[i] - EPS:
+                    total[i], bits[i], best[i], ccost[i] = r[0], r[1], nd, ncost[nd]
+        else:
+            members = range(i, j)
+            users: dict[int, list[int]] = {}
+            for x in members:
+                for nd in g.class_nodes[x]:
+                    for k in g.node_kids[nd]:
+                        if comp[k] == c:
+                            users.setdefault(k, []).append(nd)
+            queue = deque(nd for x in members for nd in g.class_nodes[x])
+            inq = set(queue)
+            budget = 50 * len(queue) + 1000
+            while queue and budget > 0:
+                budget -= 1
+                nd = queue.popleft()
+                inq.discard(nd)
+                r = evaluate(nd)
+                if r is None:
+                    continue
+                x = g.node_class[nd]
+                node_total[nd] = min(node_total[nd], r[0])
+                if best[x] == nd or r[0] >= total[x] - EPS:
+                    continue
+                if best[x] >= 0 and reaches(g.node_kids[nd], x, c):
+                    continue
+                total[x], bits[x], best[x], ccost[x] = r[0], r[1], nd, ncost[nd]
+                for p in users.get(x, ()):
+                    if p not in inq:
+                        inq.add(p)
+                        queue.append(p)
+        for k in ext_kids.get(c, ()):
+            pending[k] -= 1
+            if not pending[k]:
+                bits[k] = 0
+        for x in range(i, j):
+            if not pending[x]:
+                bits[x] = 0
+        i = j
+    missing = [r for r in roots if best[g.idx[r]] < 0] if all(r in g.idx for r in roots) else roots
     if missing:
         raise ExtractionError(f"no finite-cost acyclic term for root classes {missing}")
-    return chosen
+    choice = {g.names[x]: g.node_ids[nd] for x, nd in enumerate(best) if nd >= 0}
+    return choice, total, node_total
 
 
 # --------------------------------------------------------------------------- checks and costs
@@ -232,12 +350,18 @@ def _closure(roots: list[str], successors: Callable[[str], Iterable[str]]) -> li
 
 def find_cycle(view: EGraphView, roots: list[str], choice: Choice) -> list[str] | None:
     """A cycle of classes reachable from ``roots`` under ``choice`` (None when acyclic)."""
-    state: dict[str, int] = {}
+    cyc = _cycle(roots, lambda c: view.nodes[choice[c]].children if c in choice else ())
+    return None if cyc is None else cyc + [cyc[0]]
+
+
+def _cycle(roots: Iterable, successors: Callable[[Any], Iterable]) -> list | None:
+    """A cycle (its vertices, in order) reachable from ``roots`` (iterative three-colour DFS)."""
+    state: dict = {}
     for r in roots:
-        if state.get(r) or r not in choice:
+        if state.get(r):
             continue
         path = [r]
-        stack = [iter(view.nodes[choice[r]].children)]
+        stack = [iter(successors(r))]
         state[r] = 1
         while stack:
             nxt = next(stack[-1], None)
@@ -247,11 +371,11 @@ def find_cycle(view: EGraphView, roots: list[str], choice: Choice) -> list[str] 
                 continue
             s = state.get(nxt, 0)
             if s == 1:
-                return path[path.index(nxt):] + [nxt]
-            if s == 0 and nxt in choice:
+                return path[path.index(nxt):]
+            if s == 0:
                 state[nxt] = 1
                 path.append(nxt)
-                stack.append(iter(view.nodes[choice[nxt]].children))
+                stack.append(iter(successors(nxt)))
     return None
 
 
@@ -345,87 +469,196 @@ def _sccs(succ: dict[str, set[str]]) -> dict[str, int]:
     return comp
 
 
+_SCIPY: tuple | None = None
+
+
+def _scipy() -> tuple:
+    """scipy's MILP pieces, imported once (the import costs ~0.7 s: not per call)."""
+    global _SCIPY
+    if _SCIPY is None:
+        try:
+            import numpy as np
+            from scipy.optimize import Bounds, LinearConstraint, milp
+            from scipy.sparse import csr_matrix
+        except ImportError:
+            raise ExtractionError("ILP extraction needs scipy (pip install scipy)") from None
+        _SCIPY = (np, Bounds, LinearConstraint, milp, csr_matrix)
+    return _SCIPY
+
+
+def _milp_within(seconds: float, *args, **kwargs):
+    """``scipy.optimize.milp`` that returns within ``seconds`` (None when it did not).
+
+    HiGHS checks its time limit only between steps, and some steps of its root node run for
+    many seconds (6 s past a 1 s limit seen on extraction-gym's math_associate_adds), so it
+    runs on a daemon thread (HiGHS releases the GIL) and is abandoned at the deadline: the
+    caller goes on at once, and the abandoned solve stops itself at its next time check."""
+    milp = _scipy()[3]
+    out: list = []
+
+    def solve() -> None:
+        try:
+            out.append(milp(*args, **kwargs))
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            out.append(e)
+
+    t = threading.Thread(target=solve, name="satfuse-ilp", daemon=True)
+    t.start()
+    t.join(seconds + 0.02)
+    if out and isinstance(out[0], BaseException):
+        raise ExtractionError(f"HiGHS failed: {out[0]}") from out[0]
+    return out[0] if out else None
+
+
+def has_ilp() -> bool:
+    try:
+        _scipy()
+    except ExtractionError:
+        return False
+    return True
+
+
 def ilp(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: float = 10.0,
-        warm: Choice | None = None) -> tuple[Choice, str]:
+        warm: Choice | None = None, prune: bool = True) -> tuple[Choice, str]:
     """Exact DAG extraction as a MILP; returns ``(choice, note)``.
 
+    ``prune`` first drops, exactly, what no optimum needs: classes unreachable from the
+    roots, nodes that use their own class or a class with no usable node, and dominated
+    nodes (another node of the class costs no more and uses a subset of its children).
     ``warm`` (the greedy answer) is what comes back when HiGHS finds nothing in
     ``timeout`` seconds (the note says so); without it that is an ``ExtractionError``.
     """
-    try:
-        import numpy as np
-        from scipy.optimize import Bounds, LinearConstraint, milp
-        from scipy.sparse import coo_matrix
-    except ImportError:
-        raise ExtractionError("ILP extraction needs scipy (pip install scipy)") from None
-    # the classes reachable from the roots through any node
-    cls = _closure(roots, lambda c: [k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children])
+    g = _Compact(view, roots)
+    keep = [list(ns) for ns in g.class_nodes]
+    _drop_unusable(g, keep)
+    if prune:
+        _drop_dominated(g, keep, [cost[nid] for nid in g.node_ids])
+    return _solve(g, keep, roots, cost, timeout, warm, lazy=prune)
 
-    # nodes that can never be part of a program: a self-loop, or a child class without nodes
-    def usable(nid: str) -> bool:
-        n = view.nodes[nid]
-        return all(c != n.eclass and view.classes.get(c) for c in n.children)
 
-    members = {c: [nid for nid in view.classes.get(c, ()) if usable(nid)] for c in cls}
-    nodes = [nid for c in cls for nid in members[c]]
-    ni = {nid: i for i, nid in enumerate(nodes)}
-    succ: dict[str, set[str]] = {c: {k for nid in members[c] for k in view.nodes[nid].children} for c in cls}
-    comp = _sccs(succ)
-    cyclic_cls = [c for c in cls if any(comp[k] == comp[c] for k in succ[c])]
-    li = {c: len(nodes) + i for i, c in enumerate(cyclic_cls)}  # a level variable per class in a cycle
-    nv = len(nodes) + len(cyclic_cls)
-    rows_i: list[int] = []
+def _drop_unusable(g: _Compact, keep: list[list[int]]) -> None:
+    """Drop nodes with a child class that has no node left, to a fixpoint."""
+    users: dict[int, list[int]] = {}
+    for x, ns in enumerate(keep):
+        for nd in ns:
+            for k in g.node_kids[nd]:
+                users.setdefault(k, []).append(nd)
+    dead = [x for x, ns in enumerate(keep) if not ns]
+    gone: set[int] = set()
+    while dead:
+        k = dead.pop()
+        for nd in users.get(k, ()):
+            if nd in gone:
+                continue
+            gone.add(nd)
+            x = g.node_class[nd]
+            keep[x].remove(nd)
+            if not keep[x]:
+                dead.append(x)
+
+
+def _drop_dominated(g: _Compact, keep: list[list[int]], ncost: list[float]) -> None:
+    """Drop a node when another node of its class costs no more and uses a subset of its
+    child classes (replacing it never costs more and cannot close a cycle)."""
+    for x, ns in enumerate(keep):
+        if len(ns) < 2 or len(ns) > 64:
+            continue
+        ordered = sorted(ns, key=lambda nd: (ncost[nd], len(g.node_kids[nd])))
+        kept: list[int] = []
+        for nd in ordered:
+            kids = set(g.node_kids[nd])
+            if not any(ncost[o] <= ncost[nd] and kids.issuperset(g.node_kids[o]) for o in kept):
+                kept.append(nd)
+        keep[x] = kept
+
+
+def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str, float], timeout: float,
+           warm: Choice | None, lazy: bool = False, bound: float | None = None) -> tuple[Choice, str]:
+    """The MILP over the nodes in ``keep`` (per class): one 0/1 variable per node, a chosen
+    node needs a chosen node in each child class, roots chosen, and no cycles.
+
+    Cycles are excluded either by class levels inside the strongly connected components of
+    what is kept (``lazy=False``: one solve, a weak relaxation), or lazily (``lazy=True``:
+    solve without them; while the answer has a cycle, forbid choosing all of that cycle's
+    nodes together and solve again). ``timeout`` bounds the whole call."""
+    np, Bounds, LinearConstraint, milp, csr_matrix = _scipy()
+    t0 = time.perf_counter()
+    root_ids = sorted({g.idx[r] for r in roots})
+    for r in root_ids:
+        if not keep[r]:
+            if warm is not None:
+                return warm, f"ILP: root class {g.names[r]} has no usable node; greedy answer kept"
+            raise ExtractionError(f"root class {g.names[r]} has no usable node")
+    # only what the roots reach through kept nodes
+    cls = _closure(root_ids, lambda c: [k for nd in keep[c] for k in g.node_kids[nd]])
+    col = {}
+    nodes: list[int] = []
+    for c in cls:
+        for nd in keep[c]:
+            col[nd] = len(nodes)
+            nodes.append(nd)
+    lvl: dict[int, int] = {}
+    comp: dict[int, int] = {}
+    if not lazy:
+        succ = {c: {k for nd in keep[c] for k in g.node_kids[nd]} for c in cls}
+        comp = _sccs(succ)
+        lvl = {c: len(nodes) + i for i, c in enumerate(c for c in cls if any(comp[k] == comp[c] for k in succ[c]))}
+    nv = len(nodes) + len(lvl)
+    big = float(len(lvl) + 1)
+    indptr = [0]
     cols: list[int] = []
     vals: list[float] = []
     lo: list[float] = []
-    hi: list[float] = []
 
-    def row(entries: dict[int, float], lo_: float, hi_: float) -> None:
-        r = len(lo)
-        for j, v in entries.items():
-            rows_i.append(r)
+    def row(entries: Iterable[tuple[int, float]], bound: float) -> None:
+        for j, v in entries:
             cols.append(j)
             vals.append(v)
-        lo.append(lo_)
-        hi.append(hi_)
+        indptr.append(len(cols))
+        lo.append(bound)
 
-    for r in set(roots):
-        if not members.get(r):
-            if warm is not None:
-                return warm, f"ILP: root class {r} has no usable node; greedy answer kept"
-            raise ExtractionError(f"root class {r} has no usable node")
-        row({ni[m]: 1.0 for m in members[r]}, 1.0, 1.0)
-    big = float(len(cyclic_cls) + 1)
-    for nid in nodes:
-        n = view.nodes[nid]
-        for c in set(n.children):
-            entries = {ni[m]: 1.0 for m in members[c]}
-            entries[ni[nid]] = -1.0
-            row(entries, 0.0, float("inf"))  # picking n needs a picked node in each child class
-            if comp[c] == comp[n.eclass]:
-                # level(parent) >= level(child) + 1 whenever n is picked
-                row({li[n.eclass]: 1.0, li[c]: -1.0, ni[nid]: -big}, 1.0 - big, float("inf"))
+    for r in root_ids:
+        row(((col[m], 1.0) for m in keep[r]), 1.0)
+    for nd in nodes:
+        x = g.node_class[nd]
+        for k in g.node_kids[nd]:
+            row([*((col[m], 1.0) for m in keep[k]), (col[nd], -1.0)], 0.0)  # nd needs a node of each child
+            if x in lvl and k in lvl and comp[k] == comp[x]:  # level(x) >= level(k) + 1 when nd is picked
+                row(((lvl[x], 1.0), (lvl[k], -1.0), (col[nd], -big)), 1.0 - big)
     c_vec = np.zeros(nv)
-    for nid in nodes:
-        c_vec[ni[nid]] = cost[nid]
-    integrality = np.concatenate([np.ones(len(nodes)), np.zeros(len(cyclic_cls))])
-    bounds = Bounds(np.zeros(nv), np.concatenate([np.ones(len(nodes)), np.full(len(cyclic_cls), big)]))
-    a = coo_matrix((vals, (rows_i, cols)), shape=(len(lo), nv)).tocsr()
-    t0 = time.perf_counter()
-    res = milp(c_vec, constraints=LinearConstraint(a, np.array(lo), np.array(hi)), integrality=integrality,
-               bounds=bounds, options={"time_limit": max(float(timeout), 1e-3), "disp": False, "mip_rel_gap": 0.0})
-    secs = time.perf_counter() - t0
-    if res.x is None:
-        why = "timed out" if res.status == 1 else f"failed ({res.message})"
-        msg = f"ILP {why} after {secs:.2f}s with no solution ({len(nodes)} nodes, {len(lo)} rows)"
-        if warm is not None:
-            return warm, msg + "; greedy answer kept"
-        raise ExtractionError(msg)
-    choice: Choice = {}
-    for c in cls:
-        picked = [nid for nid in members[c] if res.x[ni[nid]] > 0.5]
-        if picked:
-            choice[c] = min(picked, key=lambda x: (cost[x], x))
+    c_vec[: len(nodes)] = [cost[g.node_ids[nd]] for nd in nodes]
+    if bound is not None:  # no worse than the answer we already have: prunes HiGHS's search from the start
+        row(((j, -c_vec[j]) for j in range(len(nodes)) if c_vec[j]), -bound * (1 + 1e-9) - EPS)
+    integrality = np.concatenate([np.ones(len(nodes)), np.zeros(len(lvl))])
+    bounds = Bounds(np.zeros(nv), np.concatenate([np.ones(len(nodes)), np.full(len(lvl), big)]))
+    rounds = 0
+    while True:
+        left = float(timeout) - (time.perf_counter() - t0)
+        res = None
+        if left > 0:
+            a = csr_matrix((np.array(vals), np.array(cols, dtype=np.int64), np.array(indptr, dtype=np.int64)),
+                           shape=(len(lo), nv))
+            res = _milp_within(left, c_vec, constraints=LinearConstraint(a, np.array(lo), np.full(len(lo), np.inf)),
+                               integrality=integrality, bounds=bounds,
+                               options={"time_limit": left, "disp": False, "mip_rel_gap": 0.0})
+        secs = time.perf_counter() - t0
+        if res is None or res.x is None:
+            why = "timed out" if res is None or res.status == 1 else f"failed ({res.message})"
+            msg = f"ILP {why} after {secs:.2f}s with no solution ({len(nodes)} nodes, {len(lo)} rows, {rounds} cuts)"
+            if warm is not None:
+                return warm, msg + "; greedy answer kept"
+            raise ExtractionError(msg)
+        pick: dict[int, int] = {}
+        for c in cls:
+            picked = [nd for nd in keep[c] if res.x[col[nd]] > 0.5]
+            if picked:
+                pick[c] = min(picked, key=lambda nd: (cost[g.node_ids[nd]], nd))
+        choice = {g.names[c]: g.node_ids[nd] for c, nd in pick.items()}
+        cycle = _cycle(root_ids, lambda c: g.node_kids[pick[c]] if c in pick else ()) if lazy else None
+        if cycle is None:
+            break
+        rounds += 1
+        row(((col[pick[c]], -1.0) for c in cycle), 1.0 - len(cycle))  # not all of this cycle's nodes
     if res.status == 0:
         return choice, "optimal"
     gap = getattr(res, "mip_gap", None)
@@ -433,39 +666,86 @@ def ilp(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: flo
         f" (gap {gap:.2%})" if gap is not None else "")
 
 
+def hybrid(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: float = 1.0,
+           slack: float = 0.5) -> tuple[Choice, str]:
+    """Greedy, then the exact ILP on what is left of the e-graph once pruned around the greedy
+    answer; the better of the two (see the module doc)."""
+    t0 = time.perf_counter()
+    g = _Compact(view, roots)
+    greedy, total, node_total = _greedy(g, roots, cost)
+    keep = [[nd for nd in ns if node_total[nd] <= total[x] * (1 + slack) + EPS] for x, ns in enumerate(g.class_nodes)]
+    _drop_unusable(g, keep)
+    _drop_dominated(g, keep, [cost[nid] for nid in g.node_ids])
+    root_ids = [g.idx[r] for r in roots]
+    if all(len(keep[c]) == 1 for c in _closure(root_ids, lambda c: [k for nd in keep[c] for k in g.node_kids[nd]])):
+        return greedy, "greedy: no choice left after pruning"
+    if not has_ilp():
+        return greedy, "greedy (no scipy for the ILP step)"
+    limit = min(timeout, 0.25 + 2 * (time.perf_counter() - t0))
+    gcost = dag_cost(view, roots, greedy, cost)
+    found, note = _solve(g, keep, roots, cost, limit, greedy, lazy=True, bound=gcost)
+    if found is not greedy and dag_cost(view, roots, found, cost) >= gcost - EPS:
+        return greedy, note + "; no better than greedy"
+    return {**greedy, **found}, note  # the ILP decides what the roots reach; greedy names the rest
+
+
 # --------------------------------------------------------------------------- registry and entry
 
 
 EXTRACTORS: dict[str, dict] = {
-    # optimal_for: what the extractor is exact for; bench: run by bench/extractors.py
+    # optimal_for: what the extractor is exact for; bench: run by bench/extraction.py
     "greedy-dag": {"fn": greedy_dag, "optimal_for": "trees", "bench": True,
                    "doc": "bottom-up, shared classes paid once; fast; no optimality guarantee on DAGs"},
-    "ilp": {"fn": ilp, "optimal_for": "dags", "bench": True,
-            "doc": "exact DAG cost via HiGHS MILP; timeout falls back to greedy-dag"},
+    "hybrid": {"fn": hybrid, "optimal_for": "dags whose optimum survives the pruning", "bench": True,
+               "doc": "greedy-dag, then the ILP on the pruned remainder under a short hard limit (default)"},
+    "ilp": {"fn": ilp, "optimal_for": "dags", "bench": False,
+            "doc": "exact DAG cost via HiGHS MILP on the exactly pruned e-graph; timeout falls back to greedy-dag"},
 }
 
+DEFAULT = "hybrid"
 
-def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: str = "greedy-dag",
-            timeout: float = 10.0) -> Extraction:
-    """Run extractor ``method`` (a key of ``EXTRACTORS``) and check its answer."""
+
+def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: str = DEFAULT,
+            timeout: float | None = None) -> Extraction:
+    """Run extractor ``method`` (a key of ``EXTRACTORS``) and check its answer.
+
+    ``timeout`` is the ILP's hard limit (default: 10 s for ``ilp``, 1 s for ``hybrid``)."""
     if method not in EXTRACTORS:
         raise ExtractionError(f"unknown extractor {method!r}; known: {', '.join(EXTRACTORS)}")
     t0 = time.perf_counter()
-    greedy = greedy_dag(view, roots, cost)
-    check(view, roots, greedy)
-    choice, note = greedy, ""
-    if method == "ilp":
-        try:
-            found, note = ilp(view, roots, cost, timeout=timeout, warm=greedy)
-            if found is not greedy:
-                check(view, roots, found)
-                if dag_cost(view, roots, found, cost) > dag_cost(view, roots, greedy, cost) + EPS:
-                    note += "; worse than greedy, greedy answer kept"
-                else:
-                    choice = {**greedy, **found}  # ILP decides everything reachable; greedy fills the rest
-                    check(view, roots, choice)
-        except ExtractionError as e:
-            choice, note = greedy, f"{e}; greedy answer kept"
+    note = ""
+    paused = gc.isenabled()
+    gc.disable()  # extraction allocates many small objects and frees them all at the end
+    try:
+        choice, note = _run(view, roots, cost, method, timeout)
+    finally:
+        if paused:
+            gc.enable()
     secs = time.perf_counter() - t0
     return Extraction(choice, dag_cost(view, roots, choice, cost), tree_cost(view, roots, choice, cost), secs, method,
                       note)
+
+
+def _run(view: EGraphView, roots: list[str], cost: dict[str, float], method: str,
+         timeout: float | None) -> tuple[Choice, str]:
+    note = ""
+    if method == "greedy-dag":
+        choice = greedy_dag(view, roots, cost)
+    else:
+        greedy: Choice | None = None
+        try:
+            if method == "hybrid":
+                found, note = hybrid(view, roots, cost, timeout=1.0 if timeout is None else timeout)
+            else:
+                greedy = greedy_dag(view, roots, cost)
+                found, note = ilp(view, roots, cost, timeout=10.0 if timeout is None else timeout, warm=greedy)
+            if greedy is not None and found is not greedy and (
+                    dag_cost(view, roots, found, cost) > dag_cost(view, roots, greedy, cost) + EPS):
+                found, note = greedy, note + "; worse than greedy, greedy answer kept"
+            choice = found if greedy is None else {**greedy, **found}
+        except ExtractionError as e:
+            if greedy is None:
+                greedy = greedy_dag(view, roots, cost)
+            choice, note = greedy, f"{e}; greedy answer kept"
+    check(view, roots, choice)
+    return choice, note

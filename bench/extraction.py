@@ -1,0 +1,174 @@
+"""Extractors against the exact optimum on e-graphs in extraction-gym's JSON format.
+
+    python bench/extraction.py DIR [--optima FILE] [--ilp-limit S] [--only SUBSTR ...] [--json OUT]
+    python bench/extraction.py --programs [--target nvfuser|eager]   # satfuse's own small programs
+
+Fetch-free: DIR holds ``*.json`` e-graphs in extraction-gym's format (``nodes`` with
+``op``/``cost``/``eclass``/``children`` (node ids), ``root_eclasses``; egglog's
+egraph-serialize JSON, which is also what satfuse serializes). To get extraction-gym's
+e-graphs (MIT licence, https://github.com/egraphs-good/extraction-gym)::
+
+    git clone --depth 1 https://github.com/egraphs-good/extraction-gym
+    mkdir -p /work/egraphs && cp extraction-gym/data/tensat/vgg_acyclic.json /work/egraphs/tensat--vgg_acyclic.json
+
+(any subset; the family is the part of the file name before ``--``, used only for the
+per-family geomean). The exact optimum of each file comes from the full ILP
+(``engine.extract.ilp`` on the unpruned model, HiGHS, ``--ilp-limit`` seconds, default
+120); it is computed once and cached in ``DIR/optima.json`` (or ``--optima``) with its wall
+time, which is the "ILP time" the table divides by. A file whose ILP did not prove
+optimality within the limit is marked ``~`` (the best ILP answer is the reference).
+
+For each file and each extractor of ``EXTRACTORS`` marked ``bench`` (``ilp`` with its
+default hard limit): nodes, cost / optimum, time / ILP time, and whether ``check``
+accepted the answer; then the geomean of both ratios per extractor, and the worst file.
+``--programs`` runs the same extractors on satfuse's own saturated programs
+(bench/programs.py ``SMALL``), where the optimum is the ILP's own answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from satfuse.engine.egraph import EGraphView  # noqa: E402
+from satfuse.engine.extract import EXTRACTORS, ExtractionError, check, dag_cost, extract, ilp  # noqa: E402
+
+
+def load(path: str | Path) -> tuple[EGraphView, list[str], dict[str, float]]:
+    """(view, root classes, node costs) of one extraction-gym JSON file."""
+    data = json.loads(Path(path).read_text())
+    view = EGraphView.from_json(data)
+    cost = {nid: float(n.get("cost", 1.0)) for nid, n in data["nodes"].items() if nid in view.nodes}
+    roots = list(dict.fromkeys(str(r) for r in data["root_eclasses"]))
+    return view, roots, cost
+
+
+def optimum(view: EGraphView, roots: list[str], cost: dict[str, float], limit: float) -> dict:
+    """The full ILP's answer: ``{"cost", "seconds", "optimal"}``; when it finds nothing in
+    ``limit`` the greedy answer stands in (not optimal, and the ILP's time is the limit)."""
+    from satfuse.engine.extract import greedy_dag
+
+    greedy = greedy_dag(view, roots, cost)
+    t0 = time.perf_counter()
+    choice, note = ilp(view, roots, cost, timeout=limit, warm=greedy, prune=False)
+    secs = time.perf_counter() - t0
+    check(view, roots, choice)
+    return {"cost": dag_cost(view, roots, choice, cost), "seconds": secs, "optimal": note == "optimal", "note": note}
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(max(x, 1e-12)) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def run_gym(args) -> int:
+    folder = Path(args.dir)
+    files = sorted(p for p in folder.glob("*.json") if p.name != "optima.json")
+    if args.only:
+        files = [p for p in files if any(s in p.name for s in args.only)]
+    cache_path = Path(args.optima) if args.optima else folder / "optima.json"
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    import scipy.optimize  # noqa: F401 - once, before anything is timed
+
+    methods = [m for m, meta in EXTRACTORS.items() if meta.get("bench")]
+    head = f"{'file':<58} {'nodes':>7} " + " ".join(f"{m + ' cost':>16} {'time':>7}" for m in methods)
+    print(f"# cost = cost / optimum, time = seconds / exact-ILP seconds; ILP reference limit {args.ilp_limit:g}s")
+    print(head)
+    print("-" * len(head))
+    ratios: dict[str, list[tuple[str, float, float]]] = {m: [] for m in methods}
+    invalid = 0
+    records = []
+    for p in files:
+        view, roots, cost = load(p)
+        if p.name not in cache:
+            cache[p.name] = optimum(view, roots, cost, args.ilp_limit)
+            cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        ref = cache[p.name]
+        row = f"{p.stem[:57] + ('~' if not ref['optimal'] else ''):<58} {len(view.nodes):>7} "
+        for m in methods:
+            gc.collect()
+            t0 = time.perf_counter()
+            try:
+                ex = extract(view, roots, cost, method=m)
+                secs = time.perf_counter() - t0
+                check(view, roots, ex.choice)
+                c = dag_cost(view, roots, ex.choice, cost)
+            except ExtractionError as e:
+                invalid += 1
+                row += f"{'INVALID':>16} {'':>7} "
+                records.append({"file": p.name, "extractor": m, "error": str(e)})
+                continue
+            r, tr = c / ref["cost"] if ref["cost"] else 1.0, secs / max(ref["seconds"], 1e-9)
+            ratios[m].append((p.name, r, tr))
+            records.append({"file": p.name, "extractor": m, "nodes": len(view.nodes), "cost": c, "optimum": ref["cost"],
+                            "seconds": secs, "ilp_seconds": ref["seconds"], "note": ex.note})
+            row += f"{r:>16.4f} {tr:>7.3f} "
+        print(row)
+    print("-" * len(head))
+    print(f"{'geomean (' + str(len(files)) + ' files)':<58} {'':>7} " + " ".join(
+        f"{geomean([r for _, r, _ in ratios[m]]):>16.4f} {geomean([t for _, _, t in ratios[m]]):>7.3f}" for m in methods))
+    for m in methods:
+        if ratios[m]:
+            name, r, _ = max(ratios[m], key=lambda x: x[1])
+            print(f"worst {m}: {name} {r:.4f}")
+    print(f"invalid results: {invalid}")
+    if args.json:
+        Path(args.json).write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return 1 if invalid else 0
+
+
+def run_programs(args) -> int:
+    from satfuse.engine import capture
+    from satfuse.engine.costs import CostModel
+    from satfuse.engine.extract import class_infos, node_costs
+    from satfuse.engine.session import Session
+    from satfuse.rewrites import load_catalogue
+
+    from bench.programs import SMALL
+
+    cat = load_catalogue()
+    methods = [m for m, meta in EXTRACTORS.items() if meta.get("bench")]
+    print(f"{'program':<14} {'e-nodes':>8} " + " ".join(f"{m + ' cost':>18} {'ms':>8}" for m in methods))
+    for prog in SMALL:
+        cap = capture(prog.fn, *prog.inputs("meta"))
+        sess = Session(cat.sources)
+        enc = sess.add_trace(cap.trace)
+        sess.saturate(cat.phases)
+        data, roots, input_class = sess.serialize_program(enc, cap.trace.inputs).parse()
+        view = EGraphView.from_json(data)
+        infos = class_infos(view, cap.symbol_hints, set(input_class.values()))
+        cost = node_costs(view, CostModel(args.target, cap.symbol_hints), infos)
+        row = f"{prog.name:<14} {len(view.nodes):>8} "
+        for m in methods:
+            ex = extract(view, roots, cost, method=m)
+            row += f"{ex.dag_cost:>18,.1f} {ex.seconds * 1e3:>8.2f} "
+        print(row)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dir", nargs="?", help="folder of extraction-gym JSON e-graphs")
+    ap.add_argument("--optima", help="optimum cache (default DIR/optima.json)")
+    ap.add_argument("--ilp-limit", type=float, default=120.0, help="time limit of the reference ILP (default 120 s)")
+    ap.add_argument("--only", nargs="*", help="only files whose name contains one of these")
+    ap.add_argument("--json", help="write one record per (file, extractor) here")
+    ap.add_argument("--programs", action="store_true", help="satfuse's own programs instead of a folder")
+    ap.add_argument("--target", choices=["nvfuser", "eager"], default="nvfuser")
+    args = ap.parse_args(argv)
+    if args.programs:
+        return run_programs(args)
+    if not args.dir:
+        ap.error("give a folder of e-graphs, or --programs")
+    return run_gym(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
