@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -52,8 +54,9 @@ def load(path: str | Path) -> tuple[EGraphView, list[str], dict[str, float]]:
 
 
 def optimum(view: EGraphView, roots: list[str], cost: dict[str, float], limit: float) -> dict:
-    """The full ILP's answer: ``{"cost", "seconds", "optimal"}``; when it finds nothing in
-    ``limit`` the greedy answer stands in (not optimal, and the ILP's time is the limit)."""
+    """The full ILP's answer (every reachable node, class levels against cycles: the model
+    satfuse's ``ilp`` solved before pruning): ``{"cost", "seconds", "optimal", "note"}``.
+    When it finds nothing in ``limit`` the greedy answer stands in (not optimal)."""
     from satfuse.engine.extract import greedy_dag
 
     greedy = greedy_dag(view, roots, cost)
@@ -91,6 +94,9 @@ def run_gym(args) -> int:
             cache[p.name] = optimum(view, roots, cost, args.ilp_limit)
             cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True))
         ref = cache[p.name]
+        if args.optima_only:
+            print(p.name, ref["cost"], ref["optimal"], f"{ref['seconds']:.2f}s", flush=True)
+            continue
         row = f"{p.stem[:57] + ('~' if not ref['optimal'] else ''):<58} {len(view.nodes):>7} "
         for m in methods:
             gc.collect()
@@ -122,6 +128,83 @@ def run_gym(args) -> int:
     if args.json:
         Path(args.json).write_text("\n".join(json.dumps(r) for r in records) + "\n")
     return 1 if invalid else 0
+
+
+def _egraph(fn, inputs, target: str, cat) -> tuple[dict, EGraphView, list[str], dict[str, float]]:
+    """Capture, saturate and serialize one program as ``optimize`` does: (JSON with each
+    node's cost and the roots filled in, view, root classes, node costs)."""
+    from satfuse.engine import capture
+    from satfuse.engine.costs import CostModel
+    from satfuse.engine.extract import class_infos, node_costs
+    from satfuse.engine.session import Session
+
+    cap = capture(fn, *inputs)
+    trace = cap.trace
+    sess = Session(cat.sources)
+    enc = sess.add_trace(trace)
+    sess.saturate(cat.phases)
+    all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
+    data, roots, var_class = sess.serialize_program(enc, all_vars).parse()
+    view = EGraphView.from_json(data)
+    infos = class_infos(view, cap.symbol_hints, {var_class[id(v)] for v in trace.inputs})
+    cost = node_costs(view, CostModel(target, cap.symbol_hints), infos)
+    data = dict(data, root_eclasses=list(roots))
+    for nid, c in cost.items():
+        data["nodes"][nid]["cost"] = c
+    return data, view, roots, cost
+
+
+def chain(x, n: int):
+    """An elementwise + reduction chain: n steps of tanh, scale, centre (~4 ops a step)."""
+    for _ in range(n):
+        x = torch.tanh(x) * 1.01
+        x = x - x.mean(-1, keepdim=True)
+    return x
+
+
+def scale_programs(ops: int) -> list[tuple[str, object, tuple]]:
+    """(name, fn, meta inputs) of about ``ops`` captured ops each."""
+    from tests.corpus import adam_hand
+
+    def t(*shape):
+        return torch.empty(shape, device="meta")
+
+    k = max(ops // 8, 1)  # adam_hand: ~8 ops per tensor
+    return [(f"chain-{ops}", lambda x: chain(x, max(ops // 4, 1)), (t(64, 256),)),
+            (f"adam-{ops}", adam_hand, ([t(1024) for _ in range(k)], [t(1024) for _ in range(k)],
+                                        [t(1024) for _ in range(k)], [t(1024) for _ in range(k)]))]
+
+
+def run_scale(args) -> int:
+    """Extraction time and peak memory (tracemalloc) per extractor on large programs."""
+    import tracemalloc
+
+    from satfuse.rewrites import load_catalogue
+
+    cat = load_catalogue()
+    methods = [m for m, meta in EXTRACTORS.items() if meta.get("bench")]
+    print(f"{'program':<14} {'e-nodes':>8} {'classes':>8} " + " ".join(
+        f"{m + ' cost':>18} {'s':>7} {'peak MiB':>9}" for m in methods))
+    for name, fn, inputs in scale_programs(args.scale):
+        data, view, roots, cost = _egraph(fn, inputs, args.target, cat)
+        if args.save:
+            Path(args.save).mkdir(parents=True, exist_ok=True)
+            (Path(args.save) / f"satfuse--{name}.json").write_text(json.dumps(data))
+        row = f"{name:<14} {len(view.nodes):>8} {len(view.classes):>8} "
+        for m in methods:
+            gc.collect()
+            tracemalloc.start()
+            t0 = time.perf_counter()
+            ex = extract(view, roots, cost, method=m)
+            secs = time.perf_counter() - t0
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            t0 = time.perf_counter()
+            extract(view, roots, cost, method=m)  # untraced: tracemalloc slows allocation down
+            row += f"{ex.dag_cost:>18,.1f} {time.perf_counter() - t0:>7.3f} {peak / 2**20:>9.1f} "
+            del secs
+        print(row, flush=True)
+    return 0
 
 
 def run_programs(args) -> int:
@@ -160,9 +243,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ilp-limit", type=float, default=120.0, help="time limit of the reference ILP (default 120 s)")
     ap.add_argument("--only", nargs="*", help="only files whose name contains one of these")
     ap.add_argument("--json", help="write one record per (file, extractor) here")
+    ap.add_argument("--optima-only", action="store_true", help="only fill the optimum cache")
     ap.add_argument("--programs", action="store_true", help="satfuse's own programs instead of a folder")
     ap.add_argument("--target", choices=["nvfuser", "eager"], default="nvfuser")
+    ap.add_argument("--scale", type=int, metavar="OPS", help="time and peak memory on ~OPS-op synthetic programs")
+    ap.add_argument("--save", metavar="DIR", help="with --scale: save each e-graph (with costs) to DIR")
     args = ap.parse_args(argv)
+    if args.scale:
+        return run_scale(args)
     if args.programs:
         return run_programs(args)
     if not args.dir:

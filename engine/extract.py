@@ -167,10 +167,14 @@ class _Compact:
     that uses its own class is dropped (it can never be in an acyclic program)."""
 
     def __init__(self, view: EGraphView, roots: list[str]):
-        cls = _closure(roots, lambda c: [k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children])
-        succ = {c: {k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children} for c in cls}
-        comp = _sccs(succ)
-        self.names: list[str] = sorted(cls, key=comp.__getitem__)
+        succ: dict[str, set[str]] = {}
+
+        def kids(c: str) -> set[str]:
+            ks = succ[c] = {k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children}
+            return ks
+
+        comp = _sccs(roots, kids)
+        self.names: list[str] = list(comp)  # completion order: by component
         idx = {c: i for i, c in enumerate(self.names)}
         self.idx = idx
         self.comp: list[int] = [comp[c] for c in self.names]
@@ -425,8 +429,10 @@ def tree_cost(view: EGraphView, roots: list[str], choice: Choice, cost: dict[str
 # --------------------------------------------------------------------------- exact ILP
 
 
-def _sccs(succ: dict[str, set[str]]) -> dict[str, int]:
-    """Strongly connected components (Tarjan, iterative): class -> component id."""
+def _sccs(starts: Iterable, successors: Callable[[Any], Iterable]) -> dict:
+    """Strongly connected components of what ``starts`` reach (Tarjan, iterative): vertex ->
+    component id. Ids (and the dict's order) follow completion: a component comes after
+    every component it reaches."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     comp: dict[str, int] = {}
@@ -434,10 +440,10 @@ def _sccs(succ: dict[str, set[str]]) -> dict[str, int]:
     st: list[str] = []
     counter = 0
     ncomp = 0
-    for v0 in succ:
+    for v0 in starts:
         if v0 in index:
             continue
-        work = [(v0, iter(succ[v0]))]
+        work = [(v0, iter(successors(v0)))]
         index[v0] = low[v0] = counter
         counter += 1
         st.append(v0)
@@ -451,7 +457,7 @@ def _sccs(succ: dict[str, set[str]]) -> dict[str, int]:
                     counter += 1
                     st.append(w)
                     on.add(w)
-                    work.append((w, iter(succ.get(w, ()))))
+                    work.append((w, iter(successors(w))))
                 elif w in on:
                     low[v] = min(low[v], index[w])
                 continue
@@ -601,7 +607,7 @@ def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str,
     comp: dict[int, int] = {}
     if not lazy:
         succ = {c: {k for nd in keep[c] for k in g.node_kids[nd]} for c in cls}
-        comp = _sccs(succ)
+        comp = _sccs(cls, succ.__getitem__)
         lvl = {c: len(nodes) + i for i, c in enumerate(c for c in cls if any(comp[k] == comp[c] for k in succ[c]))}
     nv = len(nodes) + len(lvl)
     big = float(len(lvl) + 1)

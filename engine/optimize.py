@@ -44,7 +44,7 @@ class EngineResult:
 
 def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *, target: str = "nvfuser",
                    hints: dict[str, int] | None = None, budget: Budget | None = None,
-                   extractor: str = "greedy-dag", keep_session: bool = False) -> EngineResult:
+                   extractor: str = "hybrid", keep_session: bool = False) -> EngineResult:
     """Saturate ``trace`` with the rules in ``sources`` (phase by phase) and extract the
     cheapest equivalent program for ``target`` ('nvfuser' or 'eager')."""
     log.register_with_torch()

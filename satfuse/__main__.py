@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         o.add_argument("file", help="a printed trace, or a .py file with `program` and `example_inputs()`")
         o.add_argument("--target", default="nvfuser", choices=["nvfuser", "eager"], help="cost model (default nvfuser)")
         o.add_argument("--rules", action="append", default=[], help="extra rule file or folder (repeatable)")
-        o.add_argument("--extractor", default="greedy-dag", choices=["greedy-dag", "ilp"], help="extraction method")
+        o.add_argument("--extractor", default="hybrid", choices=["greedy-dag", "hybrid", "ilp"], help="extraction method")
         o.add_argument("--dynamic", action="store_true", help="make every input extent symbolic")
         o.add_argument("--svg", metavar="OUT", help="also draw the plan (segments, fallbacks, write-backs, bytes) "
                                                     "as SVG with Graphviz's dot")

@@ -40,7 +40,7 @@ class Options:
     builtin_rules: bool = True
     phases: Sequence[str] | None = None
     budget: Budget = field(default_factory=Budget)
-    extractor: str = "greedy-dag"
+    extractor: str = "hybrid"
     executor: str = "auto"
     dynamic: bool | Sequence[int] = False
 
