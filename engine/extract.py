@@ -57,7 +57,6 @@ class ExtractionError(RuntimeError):
 class Extraction:
     choice: Choice
     dag_cost: float
-    tree_cost: float
     seconds: float
     method: str
     note: str = ""
@@ -185,7 +184,7 @@ class _Compact:
         for i, c in enumerate(self.names):
             mine = []
             for nid in view.classes.get(c, ()):
-                kids = tuple(sorted({idx[k] for k in view.nodes[nid].children}))
+                kids = tuple({idx[k] for k in view.nodes[nid].children})
                 if i in kids:
                     continue
                 mine.append(len(self.node_ids))
@@ -383,12 +382,14 @@ def _cycle(roots: Iterable, successors: Callable[[Any], Iterable]) -> list | Non
     return None
 
 
-def check(view: EGraphView, roots: list[str], choice: Choice) -> None:
-    """Every root chosen, choices in their classes, closed, and no cycles."""
+def check(view: EGraphView, roots: list[str], choice: Choice) -> list[str]:
+    """Every root chosen, choices in their classes, closed, and no cycles; returns the
+    classes the roots use (as :func:`reachable`)."""
     for r in roots:
         if r not in choice:
             raise ExtractionError(f"root class {r} has no choice")
-    for c in reachable(view, roots, choice):
+    used = reachable(view, roots, choice)
+    for c in used:
         nid = choice.get(c)
         if nid is None:
             raise ExtractionError(f"class {c} is used but has no choice")
@@ -399,7 +400,7 @@ def check(view: EGraphView, roots: list[str], choice: Choice) -> None:
     cyc = find_cycle(view, roots, choice)
     if cyc is not None:
         raise ExtractionError("extraction chose a cycle: " + " -> ".join(f"{c}[{view.nodes[choice[c]].op}]" for c in cyc))
-
+    return used
 
 def dag_cost(view: EGraphView, roots: list[str], choice: Choice, cost: dict[str, float]) -> float:
     """Each class reachable from the roots paid once (the number satfuse minimizes)."""
@@ -724,12 +725,11 @@ def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: 
     gc.disable()  # extraction allocates many small objects and frees them all at the end
     try:
         choice, note = _run(view, roots, cost, method, timeout)
+        used = check(view, roots, choice)
     finally:
         if paused:
             gc.enable()
-    secs = time.perf_counter() - t0
-    return Extraction(choice, dag_cost(view, roots, choice, cost), tree_cost(view, roots, choice, cost), secs, method,
-                      note)
+    return Extraction(choice, sum(cost[choice[c]] for c in used), time.perf_counter() - t0, method, note)
 
 
 def _run(view: EGraphView, roots: list[str], cost: dict[str, float], method: str,
@@ -753,5 +753,4 @@ def _run(view: EGraphView, roots: list[str], cost: dict[str, float], method: str
             if greedy is None:
                 greedy = greedy_dag(view, roots, cost)
             choice, note = greedy, f"{e}; greedy answer kept"
-    check(view, roots, choice)
     return choice, note

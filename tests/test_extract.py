@@ -10,7 +10,10 @@ the ``cost`` field of each node.
 from __future__ import annotations
 
 import itertools
+import json
 import random
+import tracemalloc
+from pathlib import Path
 
 import pytest
 from satfuse.engine.egraph import EGraphView
@@ -271,7 +274,7 @@ def test_fuzz_larger_graphs(seed):
     for method in EXTRACTORS:
         ex = extract(view, roots, cost, method=method)
         check(view, roots, ex.choice)
-        assert ex.dag_cost <= ex.tree_cost + EPS
+        assert ex.dag_cost <= tree_cost(view, roots, ex.choice, cost) + EPS
 
 
 def test_ilp_timeout_falls_back_to_greedy_with_a_note():
@@ -310,3 +313,52 @@ def test_ilp_on_captured_programs(name):
         r.trace.lint()
     assert res["ilp"].extraction.dag_cost <= res["greedy-dag"].extraction.dag_cost + EPS
     assert res["ilp"].extraction.note == "optimal"
+
+
+# --------------------------------------------------------------------------- extraction-gym and scale
+
+GYM = Path(__file__).parent / "data" / "extraction_gym"
+
+
+def test_default_extractor_is_within_one_percent_on_extraction_gym():
+    """Small extraction-gym e-graphs (MIT, see the folder's README) against their proven
+    optima: the default extractor's answers are checked and within 1 % (geomean)."""
+    from bench.extraction import geomean, load
+
+    optima = json.loads((GYM / "optima.json").read_text())
+    ratios = []
+    for name, ref in optima.items():
+        view, roots, cost = load(GYM / name)
+        ex = extract(view, roots, cost)
+        check(view, roots, ex.choice)
+        assert ex.dag_cost >= ref["cost"] - 1e-6, name  # nothing beats a proven optimum
+        ratios.append(ex.dag_cost / ref["cost"])
+    assert len(ratios) >= 5
+    assert geomean(ratios) <= 1.01, ratios
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fuzz_hybrid_is_valid_and_never_worse_than_greedy(seed):
+    view, roots, cost = random_egraph(2000 + seed, n_classes=40, max_nodes=4, back_edge=0.5)
+    g = extract(view, roots, cost, method="greedy-dag")
+    h = extract(view, roots, cost, method="hybrid")
+    check(view, roots, h.choice)
+    assert h.dag_cost <= g.dag_cost + EPS
+
+
+def test_greedy_memory_is_linear_on_a_long_chain():
+    # Exercises: a 5,000-class dependency chain with a choice in every class. A dependency
+    # set per class would hold 1.25 x 10^7 entries (about 1 GiB of dicts); the bit sets,
+    # freed once their last user is done, keep the peak to a few MiB.
+    n = 5_000
+    classes = {"c0": [("leaf", [], 1.0)]}
+    for i in range(1, n):
+        classes[f"c{i}"] = [("f", [f"c{i - 1}"], 1.0), ("g", [f"c{i - 1}", "c0"], 2.0)]
+    view, roots, cost = load(classes, [f"c{n - 1}"])
+    tracemalloc.start()
+    choice = greedy_dag(view, roots, cost)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    check(view, roots, choice)
+    assert dag_cost(view, roots, choice, cost) == n
+    assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB"
