@@ -111,7 +111,7 @@ class Program:
         return self.label or self.name
 
 
-#: small, corpus-like sizes (bench/extractors.py)
+#: small, corpus-like sizes (bench/extraction.py --programs)
 SMALL: list[Program] = [
     Program("ce_fwd", ce_fwd, ce_inputs, {"n": 8, "c": 16}),
     Program("ce_fwd_bwd", ce_fwd_bwd, ce_inputs, {"n": 8, "c": 16}),
