@@ -1,0 +1,1159 @@
+"""Random-program fuzzer: random programs over satfuse's vocabulary, compared with eager.
+
+    python bench/fuzz.py --count 1000 --seed 0 --mode optimize     # or jit | compile
+    python bench/fuzz.py --count 200 --mode jit --out /tmp/repros  # repros of failures go there
+
+Each program is generated as Python source (``f(a, b, ...)`` plus ``inputs(D0=.., v=0)``
+that builds its inputs), from an op table derived from ``engine/vocab.py`` (every unary
+and binary op, reductions, shape ops, indexing, creation) plus in-place ops (``Tensor.op_``),
+``out=`` forms, views of inputs and intermediates, writes through views, in-place view ops
+and the scatter family. Inputs have random shapes (size 0 and 1 included), every dtype of
+``DTYPES``, and random layouts: transposed, strided, offset, expanded, aliased (one
+tensor passed twice), overlapping views of one buffer, self-overlapping; values mix nan,
+±inf, ±0 and integer extremes. Each statement is checked on eager while generating, so
+most programs are valid; a program whose last statement eager rejects is kept sometimes,
+because the plan must reject it too.
+
+A program runs under ``--mode``: ``optimize`` (a plan built once, called on the example
+sizes and on new values), ``jit`` (``satfuse.jit(dynamic=True)``, called on sizes A, on
+other sizes B, then on A again with new values) or ``compile``
+(``torch.compile(backend="satfuse")``, same calls). Every call is compared with eager on
+fresh copies of the inputs: output structure, dtype, shape, values (nan-aware, per-dtype
+tolerance), which outputs share storage with which inputs and outputs, every input's final
+value and shape; when eager raises, the plan must raise too (eager's exception type,
+optionally wrapped) with every input untouched.
+
+Outcomes: ``equal``; ``refused`` (a satfuse error naming an unsupported form, raised by
+``optimize``/the first call before anything runs); ``wrong`` (anything that differs from
+eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
+worker process is killed and replaced). Each wrong/crash/hang program is reduced
+automatically (statements, returns, inputs, layouts, sizes, values; each step kept only if
+the same failure remains) and written as a standalone ``.py`` repro to ``--out``.
+
+Deterministic by ``--seed``: program ``i`` is generated from ``Random(seed * 1_000_003 + i)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import re
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool", "complex64")
+DTYPE_WEIGHTS = (8, 2, 1.5, 1.5, 2, 3, 2, 1)
+MODES = ("optimize", "jit", "compile")
+
+# ---------------------------------------------------------------- helpers every program (and repro) carries
+
+HELPERS = '''
+def mk(shape, dtype, seed, kind="mixed"):
+    """Deterministic values: random, with nan / +-inf / +-0 / integer extremes mixed in."""
+    g = torch.Generator().manual_seed(seed)
+    n = math.prod(shape)
+    if dtype == torch.bool:
+        v = torch.rand(n, generator=g) > 0.5
+    elif dtype.is_floating_point or dtype.is_complex:
+        v = (torch.randn(n, generator=g, dtype=torch.float64) * 3).to(dtype)
+        if dtype.is_complex:
+            v = v + 1j * (torch.randn(n, generator=g, dtype=torch.float64) * 3).to(dtype)
+        if kind == "mixed" and n:
+            sp = torch.tensor([math.nan, math.inf, -math.inf, 0.0, -0.0, 1e30, 1.0], dtype=torch.float64).to(dtype)
+            pick = torch.rand(n, generator=g) < 0.2
+            v = torch.where(pick, sp[torch.randint(0, 7, (n,), generator=g)], v)
+    else:
+        v = torch.randint(-5, 6, (n,), generator=g).to(dtype)
+        if kind == "mixed" and n:
+            ii = torch.iinfo(dtype)
+            sp = torch.tensor([ii.min, ii.max, 0, -1, 1], dtype=dtype)
+            pick = torch.rand(n, generator=g) < 0.15
+            v = torch.where(pick, sp[torch.randint(0, 5, (n,), generator=g)], v)
+    if kind == "ones":
+        v = torch.ones(n, dtype=dtype)
+    return v.reshape(shape)
+
+
+def ix(shape, high, seed, dim=None):
+    """Valid indices below ``high``; with ``dim``, distinct along ``dim`` (a scatter target
+    written twice would depend on the loop order)."""
+    g = torch.Generator().manual_seed(seed)
+    if dim is None:
+        return torch.randint(0, max(high, 1), shape, generator=g)
+    full = list(shape)
+    full[dim] = max(high, shape[dim])
+    perm = torch.rand(full, generator=g).argsort(dim)
+    return perm.narrow(dim, 0, shape[dim]) % max(high, 1)
+'''
+
+HEADER = "import math\n\nimport torch\nimport torch.nn.functional as F\n"
+
+# ---------------------------------------------------------------- program representation
+
+
+@dataclass
+class Stmt:
+    src: str  # one line of f's body (no indentation)
+    defs: tuple[str, ...] = ()
+
+
+@dataclass
+class Input:
+    name: str
+    lines: list[str]  # lines of inputs()' body that define it (D0.. and v in scope)
+    kind: str = "tensor"  # tensor | scalar
+
+
+@dataclass
+class Program:
+    inputs: list[Input]
+    stmts: list[Stmt]
+    returns: list[str]
+    sizes_a: dict[str, int]
+    sizes_b: dict[str, int]
+    origin: str = ""
+
+    def source(self) -> str:
+        args = ", ".join(i.name for i in self.inputs)
+        body = [f"    {s.src}" for s in self.stmts] or ["    pass"]
+        ret = ", ".join(self.returns) + ("," if len(self.returns) == 1 else "")
+        sig = ", ".join([f"{k}={v}" for k, v in self.sizes_a.items()] + ["v=0"])
+        ilines = [f"    {ln}" for i in self.inputs for ln in i.lines]
+        return (f"def f({args}):\n" + "\n".join(body) + f"\n    return ({ret})\n\n\n"
+                f"def inputs({sig}):\n" + "\n".join(ilines) + f"\n    return [{args}]\n\n\n"
+                f"SIZES_A = {self.sizes_a!r}\nSIZES_B = {self.sizes_b!r}\n")
+
+    def module_source(self) -> str:
+        return HEADER + HELPERS + "\n\n" + self.source()
+
+
+def _names(src: str) -> set[str]:
+    return set(re.findall(r"\b[A-Za-z_]\w*\b", src))
+
+
+# ---------------------------------------------------------------- generation
+
+SCALARS = {
+    "float": ["2", "-1", "0", "0.5", "1.5", "-0.0", "math.nan", "math.inf", "-math.inf", "3"],
+    "int": ["2", "-1", "0", "3", "1", "2**31", "-7"],
+    "bool": ["True", "False", "2", "0.5"],
+    "complex": ["2", "0.5", "1j", "-1"],
+}
+
+
+class Gen:
+    """Generates one program, checking every statement on eager as it goes."""
+
+    def __init__(self, rng: random.Random, vocab: dict[str, list[str]]) -> None:
+        self.r = rng
+        self.vocab = vocab
+        self.inputs: list[Input] = []
+        self.stmts: list[Stmt] = []
+        self.n_tmp = 0
+        self.seed_ctr = rng.randrange(1000)
+        self.env: dict[str, Any] = {}
+        self.ns: dict[str, Any] = {}
+        exec(compile(HEADER + HELPERS, "<fuzz helpers>", "exec"), self.ns)
+
+    # -------------------------------------------------------- inputs
+    def _seed(self) -> int:
+        self.seed_ctr += 1
+        return self.seed_ctr
+
+    def _shape(self, syms: list[str]) -> list[str]:
+        rank = self.r.choices([0, 1, 2, 3], [1, 3, 4, 2])[0]
+        return [self.r.choice(syms) if self.r.random() < 0.85 else str(self.r.choice([1, 1, 2]))
+                for _ in range(rank)]
+
+    def _input(self, name: str, syms: list[str]) -> Input:
+        r = self.r
+        if r.random() < 0.06:
+            return Input(name, [f"{name} = {r.choice(['2.5', '-1.0', '3', '0', '1e-3'])}"], "scalar")
+        dt = r.choices(DTYPES, DTYPE_WEIGHTS)[0]
+        shape = self._shape(syms)
+        prior = [i for i in self.inputs if i.kind == "tensor"]
+        if prior and r.random() < 0.12:  # the same tensor passed twice, or an overlapping view of its buffer
+            p = r.choice(prior)
+            if r.random() < 0.5:
+                return Input(name, [f"{name} = {p.name}"])
+            base = f"{p.name}_base"
+            if any(ln.startswith(base) for ln in p.lines):
+                return Input(name, [f"{name} = {base}[:-1]" if p.lines[-1].endswith("[1:]") else f"{name} = {base}"])
+        return Input(name, self._layout(name, shape, dt))
+
+    def _layout(self, name: str, shape: list[str], dt: str) -> list[str]:
+        r = self.r
+        s = self._seed()
+        tup = lambda sh: "(" + ", ".join(sh) + ("," if len(sh) == 1 else "") + ")"  # noqa: E731
+        mk = lambda sh: f"mk({tup(sh)}, torch.{dt}, {s} + v)"  # noqa: E731
+        rank = len(shape)
+        kind = r.choices(["contig", "transposed", "strided", "offset", "expanded", "selfoverlap"],
+                         [5, 2, 1.5, 1.5, 1.5, 0.4])[0] if rank else "contig"
+        if kind == "transposed" and rank >= 2:
+            perm = list(range(rank))
+            while perm == sorted(perm):
+                r.shuffle(perm)
+            base = [None] * rank
+            for i, p in enumerate(perm):
+                base[p] = shape[i]
+            return [f"{name} = {mk(base)}.permute{tup([str(p) for p in perm])}"]
+        if kind == "strided":
+            d = r.randrange(rank)
+            base = list(shape)
+            base[d] = f"2 * {shape[d]}"
+            idx = ", ".join([":"] * d + ["::2"])
+            return [f"{name} = {mk(base)}[{idx}]"]
+        if kind == "offset":
+            base = [f"{shape[0]} + 1", *shape[1:]]
+            return [f"{name}_base = {mk(base)}", f"{name} = {name}_base[1:]"]
+        if kind == "expanded":
+            d = r.randrange(rank)
+            base = list(shape)
+            base[d] = "1"
+            return [f"{name} = {mk(base)}.expand{tup(shape)}"]
+        if kind == "selfoverlap" and rank == 2:
+            return [f"{name} = {mk([f'{shape[0]} + {shape[1]}'])}.as_strided({tup(shape)}, (1, 1))"]
+        return [f"{name} = {mk(shape)}"]
+
+    # -------------------------------------------------------- eager state
+    def _run_inputs(self, sizes: dict[str, int]) -> dict[str, Any]:
+        ns = dict(self.ns)
+        body = "\n".join(f"    {ln}" for i in self.inputs for ln in i.lines)
+        names = ", ".join(i.name for i in self.inputs)
+        sig = ", ".join(list(sizes) + ["v=0"])
+        exec(f"def _inp({sig}):\n{body or '    pass'}\n    return [{names}]\n", ns)
+        vals = ns["_inp"](**sizes)
+        return dict(zip([i.name for i in self.inputs], vals))
+
+    def _replay(self) -> None:
+        self.env = self._run_inputs(self.sizes)
+        for st in self.stmts:
+            exec(st.src, self.ns, self.env)
+
+    def _try(self, src: str, defs: tuple[str, ...]) -> bool | None:
+        """True: eager accepts; False: eager raises (state replayed); None: a warning-worthy
+        statement we never keep (resizing a non-empty out= tensor)."""
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                exec(src, self.ns, self.env)
+        except Exception:  # noqa: BLE001 - eager rejects it
+            self._replay()
+            return False
+        return True
+
+    # -------------------------------------------------------- operands
+    def tensors(self, pred: Callable[[torch.Tensor], bool] = lambda t: True) -> list[str]:
+        return [k for k, v in self.env.items() if isinstance(v, torch.Tensor) and pred(v)]
+
+    def var(self, pred: Callable[[torch.Tensor], bool] = lambda t: True) -> str | None:
+        vs = self.tensors(pred)
+        if not vs:
+            return None
+        w = [1 + 2 * (i >= len(vs) - 3) for i in range(len(vs))]  # recent values more often
+        return self.r.choices(vs, w)[0]
+
+    def scalar(self, t: torch.Tensor | None) -> str:
+        if t is None or t.dtype.is_floating_point:
+            kind = "float"
+        elif t.dtype.is_complex:
+            kind = "complex"
+        elif t.dtype == torch.bool:
+            kind = "bool"
+        else:
+            kind = "int"
+        if self.r.random() < 0.15:
+            kind = self.r.choice(list(SCALARS))
+        return self.r.choice(SCALARS[kind])
+
+    def other(self, x: str) -> str:
+        """A second operand for ``x``: a broadcast-compatible tensor or a scalar."""
+        t = self.env[x]
+        if self.r.random() < 0.25:
+            return self.scalar(t)
+
+        def ok(u: torch.Tensor) -> bool:
+            try:
+                torch.broadcast_shapes(t.shape, u.shape)
+            except RuntimeError:
+                return False
+            return True
+
+        return self.var(ok) or self.scalar(t)
+
+    def dim(self, x: str) -> int:
+        r = self.env[x].dim()
+        return self.r.randrange(-r, r) if r else 0
+
+    def view(self, x: str) -> str:
+        """A view expression of ``x`` (for reads and for writes through it)."""
+        t = self.env[x]
+        r, rank = self.r, t.dim()
+        opts = [f"{x}.view({x}.shape)", f"{x}.detach()"]
+        if rank:
+            d = self.dim(x)
+            n = t.shape[d]
+            opts += [f"{x}[1:]", f"{x}[:-1]", f"{x}[::2]", f"{x}.unsqueeze({d})"]
+            if rank >= 2:
+                opts += [f"{x}[:, 1:]", f"{x}[..., ::2]", f"{x}.transpose(0, 1)", f"{x}.diagonal()", f"{x}[0]"]
+            if rank == 2:
+                opts.append(f"{x}.t()")
+            if n:
+                s = r.randrange(n)
+                opts += [f"{x}.narrow({d}, {s}, {r.randrange(n - s + 1)})", f"{x}.select({d}, {r.randrange(-n, n)})",
+                         f"{x}[{r.randrange(-n, n)}]"]
+                if n >= 2:
+                    opts.append(f"{x}.unfold({d}, 2, {r.choice([1, 2])})")
+            if 1 in t.shape:
+                opts.append(f"{x}.squeeze({t.shape.index(1)})")
+                sh = list(t.shape)
+                sh[sh.index(1)] = r.choice([2, 3])
+                opts.append(f"{x}.expand({', '.join(map(str, sh))})")
+            opts += [f"{x}.reshape(-1)", f"{x}.view(-1)", f"{x}.flatten()"]
+            perm = list(range(rank))
+            r.shuffle(perm)
+            opts.append(f"{x}.permute({', '.join(map(str, perm))})")
+            opts.append(f"{x}.as_strided(({max(1, min(t.numel(), 2))},), (1,))" if t.numel() else f"{x}[:0]")
+        return r.choice(opts)
+
+    # -------------------------------------------------------- statements
+    def fresh(self) -> str:
+        self.n_tmp += 1
+        return f"t{self.n_tmp - 1}"
+
+    def statement(self) -> tuple[str, tuple[str, ...]] | None:
+        r = self.r
+        x = self.var()
+        if x is None:
+            return None
+        t = self.env[x]
+        v = self.fresh()
+        kinds = ["unary", "binary", "inplace_unary", "inplace_binary", "out", "view", "write_view", "setitem",
+                 "reduce", "shape", "cast", "where", "cat", "pad", "index", "scatter", "creation", "copy",
+                 "inplace_view", "nn", "clamp", "split", "clone"]
+        w = [6, 8, 3, 6, 2, 5, 5, 3, 3, 3, 2, 2, 1.5, 1.5, 3, 2, 1, 2, 1, 1.5, 1.5, 1, 1]
+        k = r.choices(kinds, w)[0]
+        V = self.vocab
+        if k == "unary":
+            op = r.choice(V["unary"])
+            return (f"{v} = {x}.{op}()" if r.random() < 0.3 and hasattr(torch.Tensor, op) else f"{v} = torch.{op}({x})"), (v,)
+        if k == "binary":
+            op = r.choice(V["binary"])
+            y = self.other(x)
+            kw = ""
+            if op in ("add", "sub") and r.random() < 0.3:
+                kw = f", alpha={self.scalar(t)}"
+            if op == "div" and r.random() < 0.5:
+                kw = f", rounding_mode={r.choice(['trunc', 'floor'])!r}"
+            a, b = (x, y) if r.random() < 0.85 else (y, x)
+            if not isinstance(self.env.get(a), torch.Tensor) and not isinstance(self.env.get(b), torch.Tensor):
+                a = x
+            return f"{v} = torch.{op}({a}, {b}{kw})", (v,)
+        if k == "inplace_unary":
+            op = r.choice([o for o in V["unary"] if hasattr(torch.Tensor, o + "_")])
+            return f"{x}.{op}_()", ()
+        if k == "inplace_binary":
+            op = r.choice([o for o in V["binary"] if hasattr(torch.Tensor, o + "_")])
+            kw = ""
+            if op == "div" and r.random() < 0.4:
+                kw = f", rounding_mode={r.choice(['trunc', 'floor'])!r}"
+            tgt = x if r.random() < 0.7 else self.view(x)
+            return f"{tgt}.{op}_({self.other(x)}{kw})", ()
+        if k == "out":
+            op = r.choice(V["binary"] + V["unary"])
+            args = f"{x}, {self.other(x)}" if op in V["binary"] else x
+            dst = self.var(lambda u: u.shape == t.shape) or x
+            return f"torch.{op}({args}, out={dst})", ()
+        if k == "view":
+            return f"{v} = {self.view(x)}", (v,)
+        if k == "write_view":
+            vw = self.view(x)
+            op = r.choice(["add_", "mul_", "sub_", "copy_", "fill_", "zero_", "neg_", "masked_fill_", "clamp_"])
+            if op in ("zero_", "neg_"):
+                return f"{vw}.{op}()", ()
+            if op == "fill_":
+                return f"{vw}.fill_({self.scalar(t)})", ()
+            if op == "masked_fill_":
+                return f"{vw}.masked_fill_({vw} > 0, {self.scalar(t)})", ()
+            if op == "clamp_":
+                return f"{vw}.clamp_(min={self.scalar(t)})", ()
+            return f"{vw}.{op}({self.other(x)})", ()
+        if k == "setitem":
+            if not t.dim():
+                return f"{x}[()] = {self.scalar(t)}", ()
+            idx = r.choice(["1:", ":-1", "::2", "0", "...", "-1"] + ([":, 1:", "..., ::2", ":, 0"] if t.dim() >= 2 else []))
+            val = self.scalar(t) if r.random() < 0.5 else self.var() or self.scalar(t)
+            return f"{x}[{idx}] = {val}", ()
+        if k == "reduce":
+            op = r.choice(V["reduce"] + ["mean", "var"])
+            if r.random() < 0.2 or not t.dim():
+                return f"{v} = {x}.{op}()", (v,)
+            return f"{v} = {x}.{op}({self.dim(x)}, keepdim={r.random() < 0.5})", (v,)
+        if k == "shape":
+            rank = t.dim()
+            opts = [f"{x}.reshape(-1)", f"{x}.unsqueeze({r.randrange(-rank - 1, rank + 1)})", f"{x}.contiguous()",
+                    f"{x}.flip({self.dim(x)})" if rank else f"{x}.reshape(1)"]
+            if rank >= 2:
+                opts += [f"{x}.transpose({self.dim(x)}, {self.dim(x)})", f"{x}.reshape({x}.shape[0], -1)",
+                         f"{x}.flatten(1)", f"{x}.mT"]
+            if rank:
+                opts.append(f"{x}.squeeze()")
+            return f"{v} = {r.choice(opts)}", (v,)
+        if k == "cast":
+            return f"{v} = {x}.to(torch.{r.choices(DTYPES, DTYPE_WEIGHTS)[0]})", (v,)
+        if k == "where":
+            c = self.var(lambda u: u.dtype == torch.bool) if r.random() < 0.5 else None
+            c = c or f"{x} > 0" if t.dtype != torch.complex64 else f"{x}.real > 0"
+            return f"{v} = torch.where({c}, {x}, {self.other(x)})", (v,)
+        if k == "cat":
+            if not t.dim():
+                return f"{v} = torch.stack([{x}, {x}])", (v,)
+            d = self.dim(x)
+            ys = [u for u in self.tensors(lambda u: u.dim() == t.dim()
+                                           and all(a == b for i, (a, b) in enumerate(zip(u.shape, t.shape))
+                                                   if i != d % t.dim()))]
+            y = r.choice(ys) if ys else x
+            return f"{v} = torch.cat([{x}, {y}], {d})", (v,)
+        if k == "pad":
+            if not t.dim():
+                return None
+            pads = [r.choice([-1, 0, 1, 2]) for _ in range(2 * r.randint(1, min(2, t.dim())))]
+            mode = r.choice(["constant"] * 4 + ["reflect", "replicate", "circular"])
+            val = f", value={self.scalar(t)}" if mode == "constant" and r.random() < 0.7 else ""
+            return f"{v} = F.pad({x}, {tuple(pads)}, mode={mode!r}{val})", (v,)
+        if k in ("index", "scatter"):
+            return self._index(k, x, t, v)
+        if k == "creation":
+            dt = r.choices(DTYPES, DTYPE_WEIGHTS)[0]
+            opts = [f"torch.full_like({x}, {self.scalar(t)})", f"torch.zeros_like({x})", f"torch.ones_like({x}, dtype=torch.{dt})",
+                    f"{x}.new_full({x}.shape, {self.scalar(t)})",
+                    f"torch.arange({x}.shape[{self.dim(x)}], dtype=torch.{dt})" if t.dim() else f"torch.arange(3, dtype=torch.{dt})",
+                    f"torch.full(({x}.numel(), 2), {self.scalar(None)})"]
+            return f"{v} = {r.choice(opts)}", (v,)
+        if k == "copy":
+            return f"{x}.copy_({self.other(x)})", ()
+        if k == "inplace_view":
+            rank = t.dim()
+            opts = [f"{x}.unsqueeze_({r.randrange(-rank - 1, rank + 1)})", f"{x}.squeeze_()"]
+            if rank <= 2:
+                opts.append(f"{x}.t_()")
+            if rank >= 2:
+                opts.append(f"{x}.transpose_(0, {rank - 1})")
+            return r.choice(opts), ()
+        if k == "nn":
+            if not t.dim():
+                return f"{v} = torch.sigmoid({x})", (v,)
+            d = self.dim(x)
+            opts = [f"torch.softmax({x}, {d})", f"torch.log_softmax({x}, {d})",
+                    f"F.layer_norm({x}, {x}.shape[-1:])", f"F.relu({x})", f"F.gelu({x})",
+                    f"torch.softmax({x}, {d}, dtype=torch.float64)"]
+            return f"{v} = {r.choice(opts)}", (v,)
+        if k == "clamp":
+            opts = [f"torch.clamp({x}, {self.scalar(t)}, {self.scalar(t)})", f"torch.clamp({x}, min={self.scalar(t)})",
+                    f"torch.lerp({x}, {self.other(x)}, 0.3)", f"torch.addcmul({x}, {self.other(x)}, {self.other(x)}, value=2)",
+                    f"torch.addcdiv({x}, {self.other(x)}, {self.other(x)})"]
+            if r.random() < 0.3:
+                return f"{x}.clamp_({self.scalar(t)}, {self.scalar(t)})", ()
+            return f"{v} = {r.choice(opts)}", (v,)
+        if k == "split":
+            if not t.dim():
+                return None
+            d = self.dim(x)
+            n = t.shape[d]
+            opts = [f"torch.split({x}, {r.randint(1, max(n, 1))}, {d})[{r.choice([0, -1])}]",
+                    f"{x}.chunk({r.randint(1, 3)}, {d})[0]", f"{x}.unbind({d})[0]" if n else f"{x}.unbind({d})"]
+            return f"{v} = {r.choice(opts)}", (v,)
+        if k == "clone":
+            return f"{v} = {x}.clone()", (v,)
+        return None
+
+    def _index(self, k: str, x: str, t: torch.Tensor, v: str) -> tuple[str, tuple[str, ...]] | None:
+        r = self.r
+        if not t.dim():
+            return None
+        d = self.dim(x)
+        n = t.shape[d]
+        name = f"i{len(self.inputs)}"
+        kk = r.randint(0, max(n, 1) + 1)
+        if k == "index":
+            kind = r.choice(["gather", "index_select", "take_along_dim", "index_put", "getitem", "masked_fill"])
+            if kind == "masked_fill":
+                return f"{v} = {x}.masked_fill({x} != {x}, {self.scalar(t)})" if r.random() < 0.3 else \
+                    f"{v} = {x}.masked_fill({self.var(lambda u: u.dtype == torch.bool) or f'{x} > 0'}, {self.scalar(t)})", (v,)
+            if kind in ("gather", "take_along_dim"):
+                shape = list(t.shape)
+                shape[d] = kk
+                self._add_index(name, shape, n, None)
+                if kind == "gather":
+                    return f"{v} = torch.gather({x}, {d}, {name})", (v,)
+                return f"{v} = torch.take_along_dim({x}, {name}, {d})", (v,)
+            self._add_index(name, [kk], n, None)
+            if kind == "index_select":
+                return f"{v} = torch.index_select({x}, {d}, {name})", (v,)
+            if kind == "getitem":
+                return f"{v} = {x}[{name}]", (v,)
+            val = self.scalar(t)
+            return f"{x}.index_put_(({name},), torch.tensor({val}, dtype={x}.dtype), accumulate={r.random() < 0.5})", ()
+        kind = r.choice(["scatter", "scatter_", "scatter_add", "index_copy", "index_copy_", "index_add_", "index_fill_"])
+        shape = list(t.shape)
+        if kind.startswith("scatter"):
+            shape[d] = min(kk, n)
+            self._add_index(name, shape, n, d % t.dim())
+            src = self.var(lambda u: u.shape == torch.Size(shape) and u.dtype == t.dtype) or f"torch.ones_like({name}, dtype={x}.dtype)"
+            if kind == "scatter":
+                return f"{v} = torch.scatter({x}, {d}, {name}, {src})", (v,)
+            if kind == "scatter_":
+                return f"{x}.scatter_({d}, {name}, {src})", ()
+            return f"{v} = torch.scatter_add({x}, {d}, {name}, {src})", (v,)
+        self._add_index(name, [min(kk, n)], n, 0)
+        shape[d] = min(kk, n)
+        if kind == "index_fill_":
+            return f"{x}.index_fill_({d}, {name}, {self.scalar(t)})", ()
+        src = self.var(lambda u: u.shape == torch.Size(shape) and u.dtype == t.dtype) or \
+            f"torch.zeros_like({x}).narrow({d}, 0, {shape[d]})"
+        if kind == "index_copy":
+            return f"{v} = torch.index_copy({x}, {d}, {name}, {src})", (v,)
+        return f"{x}.{kind}({d}, {name}, {src})", ()
+
+    def _add_index(self, name: str, shape: list[int], high: int, dim: int | None) -> None:
+        tup = "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+        extra = "" if dim is None else f", dim={dim}"
+        self.inputs.append(Input(name, [f"{name} = ix({tup}, {high}, {self._seed()} + v{extra})"]))
+        self.env[name] = self._run_inputs(self.sizes)[name]
+
+    # -------------------------------------------------------- the program
+    def program(self, max_stmts: int = 8) -> Program:
+        r = self.r
+        nsym = r.randint(1, 3)
+        syms = [f"D{i}" for i in range(nsym)]
+        size_pool, size_w = [0, 1, 2, 3, 4, 5], [0.5, 2, 3, 3, 2, 1.5]
+        self.sizes = {s: r.choices(size_pool, size_w)[0] for s in syms}
+        sizes_b = {s: r.choice([n for n in size_pool if n != self.sizes[s]] or [2]) for s in syms}
+        for i in range(r.randint(1, 4)):
+            self.inputs.append(self._input("abcd"[i], syms))
+        if not any(i.kind == "tensor" for i in self.inputs):
+            self.inputs.append(Input("e", self._layout("e", self._shape(syms) or ["D0"], "float32")))
+        try:
+            self._replay()
+        except Exception:  # noqa: BLE001 - an input layout eager cannot build at these sizes: simplest inputs
+            self.inputs = [Input("a", [f"a = mk((D0,), torch.float32, {self._seed()} + v)"])]
+            self._replay()
+        target = r.randint(1, max_stmts)
+        tries = 0
+        while len(self.stmts) < target and tries < 60:
+            tries += 1
+            n_inputs = len(self.inputs)
+            got = self.statement()
+            if got is None:
+                continue
+            src, defs = got
+            ok = self._try(src, defs)
+            if ok:
+                self.stmts.append(Stmt(src, defs))
+            elif len(self.stmts) >= 1 and r.random() < 0.04:  # eager rejects: the plan must reject it too
+                self.stmts.append(Stmt(src, defs))
+                break
+            else:
+                del self.inputs[n_inputs:]
+                self._replay()
+        outs = [k for k in self.tensors() if k not in {i.name for i in self.inputs}] or [self.inputs[-1].name]
+        rets = r.sample(outs, min(len(outs), r.randint(1, 3)))
+        if r.random() < 0.15:
+            rets.append(r.choice(self.tensors() or rets))
+        return Program(self.inputs, self.stmts, rets, dict(self.sizes), sizes_b)
+
+
+def vocab_table() -> dict[str, list[str]]:
+    """The op table, derived from the vocabulary: every unary/binary/reduction IR op that
+    torch spells the same way."""
+    sys.path.insert(0, str(ROOT))
+    from satfuse.engine import vocab
+
+    return {
+        "unary": [n for n in vocab.UNARY if hasattr(torch, n)],
+        "binary": [n for n in vocab.BINARY if hasattr(torch, n)],
+        "reduce": list(vocab.REDUCTIONS),
+    }
+
+
+def generate(seed: int, index: int, vocab: dict[str, list[str]]) -> Program:
+    rng = random.Random(seed * 1_000_003 + index)
+    for attempt in range(20):
+        try:
+            p = Gen(rng, vocab).program()
+        except Exception:  # noqa: BLE001 - a generator dead end: draw again from the same stream
+            continue
+        p.origin = f"seed {seed}, program {index}" + (f" (draw {attempt})" if attempt else "")
+        return p
+    raise RuntimeError(f"could not generate program {index} of seed {seed}")
+
+
+# ---------------------------------------------------------------- running and comparing (in a worker)
+
+TOL = {
+    torch.float32: (1e-4, 1e-5), torch.complex64: (1e-4, 1e-5), torch.float64: (1e-7, 1e-7),
+    torch.float16: (4e-3, 1e-3), torch.bfloat16: (3e-2, 1e-2),
+}
+
+
+class Differs(Exception):
+    """The plan's result differs from eager's; ``aspect`` names what (for the signature)."""
+
+    def __init__(self, aspect: str, detail: str) -> None:
+        super().__init__(f"{aspect}: {detail}")
+        self.aspect = aspect
+
+
+def _close(what: str, got: Any, want: Any) -> None:
+    if isinstance(want, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            raise Differs("type", f"{what}: {type(got).__name__}, eager gives a tensor")
+        if got.dtype != want.dtype:
+            raise Differs("dtype", f"{what}: {got.dtype}, eager {want.dtype}")
+        if got.shape != want.shape:
+            raise Differs("shape", f"{what}: {tuple(got.shape)}, eager {tuple(want.shape)}")
+        rtol, atol = TOL.get(want.dtype, (0, 0))
+        try:
+            torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True, check_stride=False)
+        except AssertionError as e:
+            msg = " ".join(str(e).split())[:300]
+            raise Differs("values", f"{what}: {msg}; plan {_brief(got)} eager {_brief(want)}") from None
+    elif isinstance(want, float) and isinstance(got, float) and math.isnan(want) and math.isnan(got):
+        return
+    elif type(got) is not type(want) or got != want:
+        raise Differs("values", f"{what}: {got!r}, eager {want!r}")
+
+
+def _brief(t: torch.Tensor) -> str:
+    s = str(t.detach().flatten()[:8].tolist())
+    return s if len(s) < 120 else s[:117] + "..."
+
+
+def _storage(t: Any) -> int | None:
+    if isinstance(t, torch.Tensor) and t.numel():
+        return t.untyped_storage().data_ptr()
+    return None
+
+
+def _aliasing(outs: list[Any], ins: list[Any]) -> list[tuple[int, str]]:
+    """Which outputs share storage with which inputs and earlier outputs."""
+    pairs = []
+    for i, o in enumerate(outs):
+        so = _storage(o)
+        if so is None:
+            continue
+        pairs += [(i, f"input {j}") for j, x in enumerate(ins) if _storage(x) == so]
+        pairs += [(i, f"output {j}") for j in range(i) if _storage(outs[j]) == so]
+    return pairs
+
+
+def _snapshot(xs: list[Any]) -> list[Any]:
+    return [x.detach().clone() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def _run(fn: Callable, ins: list[Any]) -> tuple[list[Any] | None, BaseException | None]:
+    import torch.utils._pytree as pytree
+
+    try:
+        return pytree.tree_leaves(fn(*ins)), None
+    except Exception as e:  # noqa: BLE001
+        return None, e
+
+
+def _exc_matches(got: BaseException, want: BaseException) -> bool:
+    e: BaseException | None = got
+    while e is not None:
+        if isinstance(e, type(want)) or isinstance(want, type(e)) and type(e) is not Exception:
+            return True
+        e = e.__cause__ or e.__context__
+    msg = _first(want)
+    return type(want).__name__ in str(got) or bool(msg) and msg in str(got)
+
+
+def _where(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    own = [fr for fr in tb if "satfuse" in fr.filename or "/engine/" in fr.filename or "/lowering/" in fr.filename]
+    fr = (own or tb or [None])[-1]
+    return "" if fr is None else f" [{os.path.basename(fr.filename)}:{fr.lineno}]"
+
+
+def _first(e: BaseException) -> str:
+    s = str(e).strip().splitlines()
+    return (s[0] if s else "")[:240]
+
+
+REFUSALS = ("UnsupportedError", "CaptureError")
+
+
+def _refusal(e: BaseException | None) -> bool:
+    """A clear refusal at build time: an unsupported-form error of satfuse's (as such, or as
+    the cause of jit's RecompileError / Dynamo's BackendCompilerFailed)."""
+    while e is not None:
+        names = {c.__name__ for c in type(e).__mro__}
+        if names & set(REFUSALS):
+            return "bug" not in str(e).lower()
+        e = e.__cause__
+    return False
+
+
+def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Callable) -> None:
+    """One call of the plan vs eager on fresh inputs; raises Differs or the plan's exception."""
+    e_ins = make()
+    e_outs, e_exc = _run(fn, e_ins)
+    p_ins = make()
+    before = _snapshot(p_ins)
+    p_outs, p_exc = _run(plan, p_ins)
+    if e_exc is not None:
+        if p_exc is None:
+            raise Differs("no-raise", f"{label}: eager raises {type(e_exc).__name__}: {_first(e_exc)}; the plan returns")
+        if not _exc_matches(p_exc, e_exc):
+            raise Differs("exception-type", f"{label}: plan raises {type(p_exc).__name__}: {_first(p_exc)}"
+                          f"{_where(p_exc)}; eager {type(e_exc).__name__}: {_first(e_exc)}")
+        for j, (x, b) in enumerate(zip(p_ins, before)):
+            if isinstance(x, torch.Tensor):
+                try:
+                    _close(f"{label}: input {j} after the raising call", x, b)
+                except Differs as d:
+                    raise Differs("written-then-raised", str(d)) from None
+        return
+    if p_exc is not None:
+        raise p_exc
+    if len(p_outs) != len(e_outs):
+        raise Differs("structure", f"{label}: {len(p_outs)} outputs, eager {len(e_outs)}")
+    for i, (g, w) in enumerate(zip(p_outs, e_outs)):
+        _close(f"{label}: output {i}", g, w)
+    for j, (g, w) in enumerate(zip(p_ins, e_ins)):
+        if isinstance(w, torch.Tensor):
+            try:
+                _close(f"{label}: input {j} after the call", g, w)
+            except Differs as d:
+                raise Differs("input-" + d.aspect, str(d)) from None
+    ga, wa = _aliasing(p_outs, p_ins), _aliasing(e_outs, e_ins)
+    if ga != wa:
+        raise Differs("aliasing", f"{label}: outputs share storage with {ga}, eager {wa}")
+
+
+def _load(src: str) -> dict[str, Any]:
+    ns: dict[str, Any] = {"__name__": "fuzz_program"}
+    exec(compile(src, "<fuzz program>", "exec"), ns)
+    return ns
+
+
+def evaluate(src: str, mode: str) -> dict[str, str]:
+    """Run one program's source in ``mode``: {status, sig, detail}."""
+    import warnings
+
+    import satfuse
+
+    warnings.filterwarnings("ignore")
+    ns = _load(src)
+    f, inputs, A, B = ns["f"], ns["inputs"], ns["SIZES_A"], ns["SIZES_B"]
+
+    def res(status: str, sig: str = "", detail: str = "") -> dict[str, str]:
+        return {"status": status, "sig": sig, "detail": detail}
+
+    if mode == "optimize":
+        calls = [("call 1", dict(A)), ("call 2, new values", dict(A, v=1))]
+    else:
+        calls = [("call 1", dict(A)), ("call 2, sizes " + str(B), dict(B)), ("call 3, new values", dict(A, v=1))]
+    try:
+        if mode == "optimize":
+            e_ins = inputs(**A)
+            _, e_exc = _run(f, e_ins)
+            try:
+                plan = satfuse.optimize(f, *inputs(**A))
+            except Exception as e:  # noqa: BLE001
+                if e_exc is not None:  # eager rejects it too: rejecting it at build time is right
+                    return res("equal")
+                if _refusal(e):
+                    return res("refused", type(e).__name__, f"optimize: {type(e).__name__}: {_first(e)}")
+                return res("crash", f"optimize:{type(e).__name__}", f"optimize raised {type(e).__name__}: "
+                           f"{_first(e)}{_where(e)}")
+        elif mode == "jit":
+            plan = satfuse.jit(f, dynamic=True)
+        else:
+            torch._dynamo.reset()
+            plan = torch.compile(f, backend="satfuse")
+        for label, sizes in calls:
+            check_call(label, f, lambda s=sizes: inputs(**s), plan)
+    except Differs as d:
+        return res("wrong", d.aspect, str(d))
+    except Exception as e:  # noqa: BLE001
+        e = getattr(e, "inner_exception", None) or e  # Dynamo's BackendCompilerFailed: what the backend raised
+        if mode != "optimize" and _refusal(e):
+            return res("refused", type(e).__name__, f"{type(e).__name__}: {_first(e)}")
+        return res("crash", type(e).__name__, f"{type(e).__name__}: {_first(e)}{_where(e)}")
+    return res("equal")
+
+
+# ---------------------------------------------------------------- isolation: a worker process with a timeout
+
+
+def quiet() -> None:
+    """No warnings or torch error logs from programs that fail on purpose."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    for name in ("torch._subclasses.fake_tensor", "torch._dynamo", "torch._inductor", "torch.fx", "torch._guards"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def _serve(conn: Any) -> None:
+    quiet()
+    torch.set_num_threads(1)
+    evaluate(Program([Input("a", ["a = mk((D0,), torch.float32, 1 + v)"])], [Stmt("t0 = a + 1", ("t0",))], ["t0"],
+                     {"D0": 2}, {"D0": 3}).module_source(), "optimize")
+    conn.send(("ready",))
+    while True:
+        try:
+            msg = conn.recv()
+        except EOFError:
+            return
+        if msg is None:
+            return
+        src, mode = msg
+        try:
+            out = evaluate(src, mode)
+        except BaseException as e:  # noqa: BLE001 - the harness itself failed on this program
+            out = {"status": "crash", "sig": f"harness:{type(e).__name__}", "detail": f"{type(e).__name__}: {_first(e)}"}
+        conn.send(("done", out))
+
+
+class Worker:
+    """A spawned process that evaluates programs; killed and replaced on a hang or a death."""
+
+    STARTUP = 300.0
+
+    def __init__(self, timeout: float) -> None:
+        import multiprocessing as mp
+
+        self.timeout = timeout
+        self.ctx = mp.get_context("spawn")
+        self.proc = None
+        self._start()
+
+    def _start(self) -> None:
+        self.conn, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_serve, args=(child,), daemon=True)
+        self.proc.start()
+        child.close()
+        if not self.conn.poll(self.STARTUP):
+            raise RuntimeError("fuzz worker did not start")
+        self.conn.recv()
+
+    def run(self, src: str, mode: str) -> dict[str, str]:
+        self.conn.send((src, mode))
+        if self.conn.poll(self.timeout):
+            try:
+                return self.conn.recv()[1]
+            except (EOFError, OSError):
+                pass
+            self._restart()
+            return {"status": "crash", "sig": "process-died", "detail": f"worker died (exit code {self.proc.exitcode})"}
+        self._restart()
+        return {"status": "hang", "sig": "hang", "detail": f"no result within {self.timeout:.0f} s"}
+
+    def _restart(self) -> None:
+        self.close()
+        self._start()
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.is_alive():
+            self.proc.kill()
+            self.proc.join(5)
+        self.conn.close()
+
+
+class Inline:
+    """Evaluates in this process (no hang detection): for the test suite's quick slice."""
+
+    def run(self, src: str, mode: str) -> dict[str, str]:
+        return evaluate(src, mode)
+
+    def close(self) -> None:
+        pass
+
+
+# ---------------------------------------------------------------- reduction
+
+
+def _drop_stmts(p: Program, keep: list[int]) -> Program:
+    """Keep statements ``keep``, drop those that read a name no longer defined, and
+    returns of such names; inputs nobody reads go too."""
+    defined = {i.name for i in p.inputs}
+    stmts = []
+    for k, s in enumerate(p.stmts):
+        if k not in keep:
+            continue
+        used = _names(s.src) - set(s.defs)
+        if any(re.fullmatch(r"t\d+", n) and n not in defined for n in used):
+            continue
+        stmts.append(s)
+        defined |= set(s.defs)
+    rets = [r for r in p.returns if r in defined]
+    return _prune_inputs(replace(p, stmts=stmts, returns=rets or [next(iter(i.name for i in p.inputs))]))
+
+
+def _prune_inputs(p: Program) -> Program:
+    used = set().union(*(_names(s.src) for s in p.stmts), set(p.returns))
+    for i in p.inputs:  # an input defined from another (an alias or a view of its buffer) keeps that one
+        if i.name in used:
+            used |= _names(" ".join(i.lines))
+    keep = [i for i in p.inputs if i.name in used or any(i.name + "_base" in n for n in used)]
+    return replace(p, inputs=keep or p.inputs[:1])
+
+
+def _simpler_inputs(p: Program) -> list[Program]:
+    """Candidates: each input's values without specials, then all ones."""
+    out = []
+    for k, inp in enumerate(p.inputs):
+        for ln in inp.lines:
+            m = re.match(r"(\w+) = (mk\(\(.*?\), torch\.\w+, \d+ \+ v)\)(.*)$", ln)
+            if not m:
+                continue
+            for s in (ln.replace(m.group(2) + ")", m.group(2) + ', kind="plain")'),
+                      ln.replace(m.group(2) + ")", m.group(2) + ', kind="ones")')):
+                if s != ln:
+                    lines = [s if x == ln else x for x in inp.lines]
+                    out.append(replace(p, inputs=[*p.inputs[:k], replace(inp, lines=lines), *p.inputs[k + 1:]]))
+    return out
+
+
+def _sizes(p: Program) -> list[Program]:
+    out = []
+    for key in ("sizes_a", "sizes_b"):
+        for s, n in getattr(p, key).items():
+            for m in sorted({0, 1, 2, n - 1} - {n}):
+                if 0 <= m < n:
+                    out.append(replace(p, **{key: dict(getattr(p, key), **{s: m})}))
+    return out
+
+
+class Reducer:
+    def __init__(self, runner: Any, mode: str, budget: int = 80) -> None:
+        self.runner, self.mode, self.budget = runner, mode, budget
+        self.tests = 0
+
+    def same(self, p: Program, want: dict[str, str]) -> dict[str, str] | None:
+        if self.tests >= self.budget:
+            return None
+        self.tests += 1
+        got = self.runner.run(p.module_source(), self.mode)
+        return got if got["status"] == want["status"] and got["sig"] == want["sig"] else None
+
+    def reduce(self, p: Program, want: dict[str, str]) -> tuple[Program, dict[str, str]]:
+        best, res = p, want
+        changed = True
+        while changed and self.tests < self.budget:
+            changed = False
+            # statements: drop halves, then one at a time (from the end: later ones depend on earlier)
+            n = len(best.stmts)
+            chunk = max(1, n // 2)
+            while chunk >= 1 and self.tests < self.budget:
+                i = n
+                while i > 0 and self.tests < self.budget:
+                    lo = max(0, i - chunk)
+                    keep = [k for k in range(len(best.stmts)) if not lo <= k < i]
+                    cand = _drop_stmts(best, keep)
+                    if len(cand.stmts) < len(best.stmts):
+                        got = self.same(cand, want)
+                        if got:
+                            best, res, changed = cand, got, True
+                    i = lo
+                    n = len(best.stmts)
+                    i = min(i, n)
+                chunk //= 2
+            for r in list(best.returns):
+                if len(best.returns) > 1:
+                    cand = _prune_inputs(replace(best, returns=[x for x in best.returns if x != r]))
+                    got = self.same(cand, want)
+                    if got:
+                        best, res, changed = cand, got, True
+            for k in range(len(best.inputs)):
+                cand = self._make_contiguous(best, k)
+                if cand is not None:
+                    got = self.same(cand, want)
+                    if got:
+                        best, res, changed = cand, got, True
+            for cand in _sizes(best) + _simpler_inputs(best):
+                got = self.same(cand, want)
+                if got:
+                    best, res, changed = cand, got, True
+                    break
+        return best, res
+
+    @staticmethod
+    def _make_contiguous(p: Program, k: int) -> Program | None:
+        inp = p.inputs[k]
+        if inp.kind != "tensor" or inp.name.startswith("i"):
+            return None
+        try:
+            ns = _load(p.module_source())
+            t = ns["inputs"](**p.sizes_a)[k]
+        except Exception:  # noqa: BLE001
+            return None
+        if not isinstance(t, torch.Tensor):
+            return None
+        line = inp.lines[-1]
+        m = re.search(r"torch\.(\w+), (\d+) \+ v", " ".join(inp.lines))
+        seed = m.group(2) if m else "0"
+        dims = _shape_src(line, p, t)
+        new = f"{inp.name} = mk({dims}, {t.dtype}, {seed} + v)"
+        if [new] == inp.lines:
+            return None
+        return replace(p, inputs=[*p.inputs[:k], replace(inp, lines=[new]), *p.inputs[k + 1:]])
+
+
+def _shape_src(line: str, p: Program, t: torch.Tensor) -> str:
+    """The input's shape in terms of D0.. where an extent equals a size symbol's value."""
+    parts = []
+    for e in t.shape:
+        sym = [s for s, n in p.sizes_a.items() if n == e]
+        parts.append(sym[0] if len(sym) == 1 and e not in (0, 1) else str(e))
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+# ---------------------------------------------------------------- repro files
+
+RUNNERS = {
+    "optimize": "    plan = satfuse.optimize(f, *inputs(**SIZES_A))\n    calls = [dict(SIZES_A), dict(SIZES_A, v=1)]\n",
+    "jit": "    plan = satfuse.jit(f, dynamic=True)\n    calls = [dict(SIZES_A), dict(SIZES_B), dict(SIZES_A, v=1)]\n",
+    "compile": "    plan = torch.compile(f, backend=\"satfuse\")\n    calls = [dict(SIZES_A), dict(SIZES_B), dict(SIZES_A, v=1)]\n",
+}
+
+MAIN = '''
+
+def _show(fn, sizes):
+    """What a call returns, the inputs after it, and which outputs share storage with an input."""
+    ins = inputs(**sizes)
+    try:
+        out = fn(*ins)
+    except Exception as e:
+        return f"raises {type(e).__name__}: {str(e).strip().splitlines()[0][:200]}", "inputs after:", ins
+    outs = out if isinstance(out, tuple) else (out,)
+    ptr = lambda t: t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and t.numel() else None  # noqa: E731
+    shared = [(i, j) for i, o in enumerate(outs) for j, x in enumerate(ins) if ptr(o) is not None and ptr(o) == ptr(x)]
+    return out, "inputs after:", ins, "output/input storage shared:", shared
+
+
+if __name__ == "__main__":
+    import satfuse
+
+{runner}    for sizes in calls:
+        print("sizes", sizes)
+        print("  eager:  ", *_show(f, sizes))
+        print("  satfuse:", *_show(plan, sizes))
+'''
+
+
+def repro_source(p: Program, res: dict[str, str], mode: str, found_by: str) -> str:
+    used = _names(" ".join(ln for i in p.inputs for ln in i.lines))
+    p = replace(p, sizes_a={k: n for k, n in p.sizes_a.items() if k in used},
+                sizes_b={k: n for k, n in p.sizes_b.items() if k in used})
+    detail = "\n".join("#   " + ln for ln in _wrap(res["detail"], 110))
+    head = (f"# fuzz repro ({mode}): {res['status']} [{res['sig']}], {p.origin}; found by {found_by}\n"
+            f"# python bench/fuzz.py --mode {mode} ... reduced it; eager vs satfuse:\n{detail}\n")
+    return head + HEADER + HELPERS + "\n\n" + p.source() + MAIN.replace("{runner}", RUNNERS[mode])
+
+
+def _wrap(s: str, n: int) -> list[str]:
+    return [s[i:i + n] for i in range(0, len(s), n)] or [""]
+
+
+# ---------------------------------------------------------------- driver
+
+
+@dataclass
+class Summary:
+    mode: str
+    seed: int
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("equal", "refused", "wrong", "crash", "hang"), 0))
+    programs: int = 0
+    seconds: float = 0.0
+    failures: list[tuple[int, dict[str, str], str]] = field(default_factory=list)  # (index, result, repro path)
+    refusals: dict[str, int] = field(default_factory=dict)
+
+    def line(self) -> str:
+        c = self.counts
+        return (f"fuzz mode={self.mode} seed={self.seed}: programs {self.programs}, equal {c['equal']}, "
+                f"refused {c['refused']}, wrong {c['wrong']}, crash {c['crash']}, hang {c['hang']} "
+                f"({self.seconds:.0f} s)")
+
+
+def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, out: Path | None = None,
+         reduce: bool = True, log: Callable[[str], None] | None = None, reduce_budget: int = 60) -> Summary:
+    vocab = vocab_table()
+    s = Summary(mode, seed)
+    t0 = time.perf_counter()
+    seen: set[str] = set()
+    for i in range(start, start + count):
+        p = generate(seed, i, vocab)
+        res = runner.run(p.module_source(), mode)
+        s.programs += 1
+        s.counts[res["status"]] += 1
+        if res["status"] == "refused":
+            s.refusals[res["detail"][:120]] = s.refusals.get(res["detail"][:120], 0) + 1
+        if res["status"] in ("wrong", "crash", "hang"):
+            path = ""
+            key = f"{res['status']}:{res['sig']}:{_first_line_key(res['detail'])}"
+            if out is not None and reduce and key not in seen:
+                seen.add(key)
+                red, rres = Reducer(runner, mode, reduce_budget).reduce(p, res)
+                out.mkdir(parents=True, exist_ok=True)
+                path = str(out / f"{mode}-s{seed}-p{i}-{res['status']}.py")
+                Path(path).write_text(repro_source(red, rres, mode, "bench/fuzz.py"))
+            s.failures.append((i, res, path))
+            if log:
+                log(f"  #{i} {res['status']} [{res['sig']}] {res['detail'][:200]}" + (f"\n      -> {path}" if path else ""))
+    s.seconds = time.perf_counter() - t0
+    return s
+
+
+def _first_line_key(detail: str) -> str:
+    """A failure's kind for de-duplication: its message without numbers and names."""
+    d = re.sub(r"\[.*?\]|\(.*?\)|\d+", "", detail)
+    return d[:60]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=MODES, default="optimize")
+    ap.add_argument("--count", type=int, default=100)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0, help="first program index (to resume a run)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="seconds per program before it counts as a hang")
+    ap.add_argument("--out", type=Path, default=Path("fuzz-repros"), help="folder for reduced repros")
+    ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--show", type=int, default=None, help="print program N's source and exit")
+    a = ap.parse_args(argv)
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if a.show is not None:
+        print(generate(a.seed, a.show, vocab_table()).module_source())
+        return 0
+    worker = Worker(a.timeout)
+    try:
+        s = fuzz(a.mode, a.seed, a.count, a.start, worker, a.out, not a.no_reduce,
+                 log=lambda m: print(m, flush=True))
+    finally:
+        worker.close()
+    for d, n in sorted(s.refusals.items(), key=lambda kv: -kv[1])[:10]:
+        print(f"  refused x{n}: {d}")
+    print(s.line())
+    return 1 if s.counts["wrong"] + s.counts["crash"] + s.counts["hang"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""The one table of program forms satfuse refuses on purpose.
+
+A refused form must fail at ``optimize`` time (capture or lowering) with a satfuse error
+whose message matches the row's ``pattern``, and never give a wrong result. The
+differential harnesses (``tests/test_opinfo.py``, ``bench/fuzz.py``) count a sample as
+"refused as listed" only when its build-time error matches a row here; any other
+exception is a failure. A form leaves this table when satfuse learns it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    form: str  # what program form
+    pattern: str  # regex on the error message satfuse raises for it
+    why: str  # why it is refused rather than supported
+
+
+UNSUPPORTED: tuple[Unsupported, ...] = (
+    Unsupported(
+        "a value that depends on tensor data used as a Python number (narrow with a 0-d tensor start, .item())",
+        r"\.item\(\)|which no input binds|data-dependent",
+        "the IR binds every extent from input shapes and scalar arguments; a tensor's value is not known "
+        "when the plan is built",
+    ),
+)
+
+
+def listed(message: str) -> Unsupported | None:
+    """The row whose pattern matches an error message, if any."""
+    for row in UNSUPPORTED:
+        if re.search(row.pattern, message):
+            return row
+    return None
+
+
+def refused_as_listed(exc: BaseException) -> Unsupported | None:
+    """The row a satfuse error raised while building a plan stands for (its message or the
+    message of an error it wraps), or None: not a listed refusal."""
+    if not type(exc).__module__.startswith("satfuse"):
+        return None
+    e: BaseException | None = exc
+    while e is not None:
+        row = listed(str(e))
+        if row is not None:
+            return row
+        e = e.__cause__
+    return None

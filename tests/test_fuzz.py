@@ -1,0 +1,86 @@
+"""The random-program fuzzer's quick slice (``bench/fuzz.py`` runs it at scale).
+
+Programs 0.. of one seed, in each mode, each compared with eager (values, dtype, shape,
+every input's final value, output aliasing, eager's exception with inputs untouched; see
+the fuzzer's docstring). A program may be refused with a clear satfuse error; it may not
+differ from eager, crash or hang. Known failures name the finding that tracks each and are
+strict: one that starts passing fails the test, so the list shrinks as fixes land.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import fuzz  # noqa: E402
+
+SEED = 1
+COUNTS = {"optimize": 30, "jit": 8, "compile": 3}
+
+#: (mode, program index) -> the finding (in /work/findings) that tracks its failure
+KNOWN: dict[tuple[str, int], str] = {
+    ("optimize", 2): "capture-fuzz-inplace-view-op-on-input.py",
+    ("optimize", 9): "capture-fuzz-out-into-input-not-written.py",
+    ("optimize", 14): "safety-fuzz-complex-clone-aliases-input.py",
+    ("optimize", 16): "capture-fuzz-view-read-after-base-inplace.py",
+    ("optimize", 25): "semantics-fuzz-dead-op-eager-rejects.py",
+    ("jit", 2): "capture-fuzz-inplace-view-op-on-input.py",
+    ("compile", 2): "other-fuzz-compile-squeeze-input-indexerror.py",
+}
+
+
+def _params() -> list:
+    out = []
+    for mode, n in COUNTS.items():
+        for i in range(n):
+            marks = ()
+            if (mode, i) in KNOWN:
+                marks = pytest.mark.xfail(reason=f"tracked by {KNOWN[(mode, i)]}", strict=True)
+            out.append(pytest.param(mode, i, id=f"{mode}-{i}", marks=marks))
+    return out
+
+
+@pytest.fixture(scope="module")
+def vocab() -> dict:
+    fuzz.quiet()
+    return fuzz.vocab_table()
+
+
+@pytest.mark.parametrize(("mode", "index"), _params())
+def test_fuzz_program(mode: str, index: int, vocab: dict) -> None:
+    p = fuzz.generate(SEED, index, vocab)
+    res = fuzz.evaluate(p.module_source(), mode)
+    assert res["status"] in ("equal", "refused"), (
+        f"{res['status']} [{res['sig']}]: {res['detail']}\n"
+        f"(python bench/fuzz.py --mode {mode} --seed {SEED} --start {index} --count 1 reduces it)\n{p.source()}")
+
+
+def test_generation_is_deterministic(vocab: dict) -> None:
+    assert fuzz.generate(SEED, 3, vocab).source() == fuzz.generate(SEED, 3, vocab).source()
+
+
+def test_reducer_keeps_the_failure() -> None:
+    """A planted failure (the 'plan' adds one to an output) reduces to the statement that
+    makes it, and the reduced program still shows it."""
+
+    class Planted:
+        def run(self, src: str, mode: str) -> dict:
+            ns = fuzz._load(src)
+            f, inputs, a = ns["f"], ns["inputs"], ns["SIZES_A"]
+            out = f(*inputs(**a))
+            bad = any("exp" in ln for ln in src.splitlines() if ln.startswith("    t"))
+            return {"status": "wrong" if bad else "equal", "sig": "values" if bad else "", "detail": str(len(out))}
+
+    p = fuzz.Program([fuzz.Input("a", ["a = mk((D0, 2), torch.float32, 1 + v)"])],
+                     [fuzz.Stmt("t0 = a + 1", ("t0",)), fuzz.Stmt("t1 = torch.exp(a)", ("t1",)),
+                      fuzz.Stmt("t2 = t0 * t1", ("t2",)), fuzz.Stmt("t3 = t0.sum()", ("t3",))],
+                     ["t2", "t3"], {"D0": 3}, {"D0": 4})
+    red, res = fuzz.Reducer(Planted(), "optimize", 50).reduce(p, {"status": "wrong", "sig": "values"})
+    assert res["status"] == "wrong"
+    assert [s.src for s in red.stmts] == ["t1 = torch.exp(a)"]
+    assert red.sizes_a == {"D0": 0}  # sizes shrink too
+    assert "def f(a):" in fuzz.repro_source(red, res, "optimize", "test")
