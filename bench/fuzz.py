@@ -1094,12 +1094,20 @@ class Summary:
 
 
 def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, out: Path | None = None,
-         reduce: bool = True, log: Callable[[str], None] | None = None, reduce_budget: int = 60) -> Summary:
+         reduce: bool = True, log: Callable[[str], None] | None = None, reduce_budget: int = 60,
+         time_limit: float | None = None, progress: int = 0) -> Summary:
     vocab = vocab_table()
     s = Summary(mode, seed)
     t0 = time.perf_counter()
     seen: set[str] = set()
     for i in range(start, start + count):
+        s.seconds = time.perf_counter() - t0
+        if time_limit is not None and s.seconds > time_limit:
+            if log:
+                log(f"  time limit reached after {s.programs} programs (next index {i})")
+            break
+        if progress and log and s.programs and s.programs % progress == 0:
+            log("  progress: " + s.line())
         p = generate(seed, i, vocab)
         res = runner.run(p.module_source(), mode)
         s.programs += 1
@@ -1137,6 +1145,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per program before it counts as a hang")
     ap.add_argument("--out", type=Path, default=Path("fuzz-repros"), help="folder for reduced repros")
     ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--reduce-budget", type=int, default=60, help="programs run while reducing one failure")
+    ap.add_argument("--time-limit", type=float, default=None, help="stop (with the summary) after this many seconds")
+    ap.add_argument("--progress", type=int, default=100, help="print the counts every N programs (0: never)")
     ap.add_argument("--show", type=int, default=None, help="print program N's source and exit")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -1146,7 +1157,8 @@ def main(argv: list[str] | None = None) -> int:
     worker = Worker(a.timeout)
     try:
         s = fuzz(a.mode, a.seed, a.count, a.start, worker, a.out, not a.no_reduce,
-                 log=lambda m: print(m, flush=True))
+                 log=lambda m: print(m, flush=True), reduce_budget=a.reduce_budget, time_limit=a.time_limit,
+                 progress=a.progress)
     finally:
         worker.close()
     for d, n in sorted(s.refusals.items(), key=lambda kv: -kv[1])[:10]:
