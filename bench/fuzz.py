@@ -1099,7 +1099,7 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
     vocab = vocab_table()
     s = Summary(mode, seed)
     t0 = time.perf_counter()
-    seen: set[str] = set()
+    reduced: dict[str, int] = {}  # failure kind -> repros written (at most 3 per kind)
     for i in range(start, start + count):
         s.seconds = time.perf_counter() - t0
         if time_limit is not None and s.seconds > time_limit:
@@ -1116,9 +1116,9 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
             s.refusals[res["detail"][:120]] = s.refusals.get(res["detail"][:120], 0) + 1
         if res["status"] in ("wrong", "crash", "hang"):
             path = ""
-            key = f"{res['status']}:{res['sig']}:{_first_line_key(res['detail'])}"
-            if out is not None and reduce and key not in seen:
-                seen.add(key)
+            key = f"{res['status']}:{res['sig']}"
+            if out is not None and reduce and reduced.get(key, 0) < 3:
+                reduced[key] = reduced.get(key, 0) + 1
                 red, rres = Reducer(runner, mode, reduce_budget).reduce(p, res)
                 out.mkdir(parents=True, exist_ok=True)
                 path = str(out / f"{mode}-s{seed}-p{i}-{res['status']}.py")
@@ -1128,12 +1128,6 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
                 log(f"  #{i} {res['status']} [{res['sig']}] {res['detail'][:200]}" + (f"\n      -> {path}" if path else ""))
     s.seconds = time.perf_counter() - t0
     return s
-
-
-def _first_line_key(detail: str) -> str:
-    """A failure's kind for de-duplication: its message without numbers and names."""
-    d = re.sub(r"\[.*?\]|\(.*?\)|\d+", "", detail)
-    return d[:60]
 
 
 def main(argv: list[str] | None = None) -> int:
