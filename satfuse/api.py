@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import inspect
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -14,7 +13,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from satfuse.engine import Captured, CaptureError, Trace, capture
-from satfuse.engine.capture.closure import ClosureState, closure_state
+from satfuse.engine.capture.closure import ClosureState, closure_state, lift_state, needs_grad
 from satfuse.engine.optimize import EngineResult, optimize_trace
 from satfuse.engine.session import Budget
 from satfuse.lowering import GuardError, lower
@@ -78,8 +77,13 @@ class Plan:
 
     def __init__(self, lowered: Any, captured: Captured | None, engine: EngineResult | None,
                  timings: dict[str, float], state: ClosureState | None = None,
-                 catalogue: Catalogue | None = None) -> None:
+                 catalogue: Catalogue | None = None, fn: Callable | None = None,
+                 options: Options | None = None) -> None:
         self.catalogue = catalogue  # the rule packs it was optimized with (explain names their rules)
+        self.fn = fn  # the original program: calls that need autograd run it through the backend
+        self.options = options
+        self._grad_fn: Callable | None = None
+        self.grad_calls = 0
         self.lowered = lowered
         self.captured = captured
         self.engine = engine
@@ -93,6 +97,8 @@ class Plan:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.captured is None:
             return self.lowered(*args)
+        if self.fn is not None and needs_grad(pytree.tree_leaves((args, kwargs)), self.state):
+            return self._autograd(*args, **kwargs)
         cap = self.captured
         if self.state:
             args = (*args, *self.state.tensors())  # read now: in-place updates and reassignments are seen
@@ -107,6 +113,17 @@ class Plan:
         if cap.out_spec is None:
             return outs
         return pytree.tree_unflatten(list(outs), cap.out_spec)
+
+    def _autograd(self, *args: Any, **kwargs: Any) -> Any:
+        """A call eager would record autograd for: the plan has no backward, so the call goes through
+        satfuse's ``torch.compile`` backend, whose AOTAutograd path compiles a forward and a backward
+        plan (built once, on the first such call; ``grad_calls`` counts them)."""
+        if self._grad_fn is None:
+            from satfuse.backend import make_backend
+
+            self._grad_fn = torch.compile(self.fn, backend=make_backend(self.options), dynamic=False)
+        self.grad_calls += 1
+        return self._grad_fn(*args, **kwargs)
 
     def __str__(self) -> str:
         return str(self.lowered)
@@ -234,8 +251,8 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwar
     else:
         state = closure_state(fn_or_trace)
         if state:
-            fn, inputs, dynamic = _lift_state(fn_or_trace, example_inputs, state, opts.dynamic)
-            captured = capture(fn, *inputs, dynamic=dynamic, call_kwargs=example_kwargs)
+            fn, dynamic = lift_state(fn_or_trace, len(example_inputs), state, opts.dynamic)
+            captured = capture(fn, *example_inputs, *state.tensors(), dynamic=dynamic, call_kwargs=example_kwargs)
         else:
             captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic, call_kwargs=example_kwargs)
         timings["capture"] = captured.seconds
@@ -249,7 +266,8 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwar
     t0 = time.perf_counter()
     lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing)
     timings["lower"] = time.perf_counter() - t0
-    return Plan(lowered, captured, engine, timings, state if captured is not None else None, catalogue=cat)
+    return Plan(lowered, captured, engine, timings, state if captured is not None else None, catalogue=cat,
+                fn=fn_or_trace if captured is not None else None, options=opts)
 
 
 def _example_aliasing(captured: Captured) -> tuple:
@@ -266,27 +284,3 @@ def _example_aliasing(captured: Captured) -> tuple:
                          "(satfuse.jit runs such calls eagerly)")
     return pat
 
-
-def _lift_state(fn: Callable, example_inputs: tuple, state: ClosureState,
-                dynamic: bool | Sequence[int]) -> tuple[Callable, tuple, bool | Sequence[int]]:
-    """``fn`` as a function of its arguments followed by the parameters, buffers and tensors it
-    closes over (``engine/capture/closure.py``): those become plan inputs, read again on each call, never
-    constants. They keep static shapes when ``dynamic=True`` (guarded like any input)."""
-    n = len(example_inputs)
-
-    def with_state(*args: Any, **kwargs: Any) -> Any:
-        return state.call(fn, tuple(args[:n]), list(args[n:]), kwargs)
-
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-        own = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:n]
-    except (TypeError, ValueError):
-        own = []
-    own += [f"arg{i}" for i in range(len(own), n)]
-    names = own + ["".join(c if c.isalnum() else "_" for c in nm) for nm in state.names]
-    with_state.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(nm, inspect.Parameter.POSITIONAL_ONLY) for nm in names])
-    with_state.__name__ = getattr(fn, "__name__", type(fn).__name__)
-    if dynamic is True:
-        dynamic = list(range(n))  # argument positions: the state keeps its static shapes
-    return with_state, (*example_inputs, *state.tensors()), dynamic

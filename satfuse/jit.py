@@ -15,8 +15,11 @@ the op that raised, and no input has been written::
     f.cache.stats()                 # hits, misses, compiles, guard_us_per_call
     print(f.last_plan)              # guards, segments, write-backs of the last plan run
 
-Calls whose tensors require grad (with grad enabled) run eagerly: plans have no
-backward; use ``torch.compile(backend="satfuse")`` for training.
+``fn`` may be an ``nn.Module`` or a function closing over modules: their parameters and
+buffers are plan inputs, read again on every call (``engine/capture/closure.py``). Calls that
+eager would record autograd for (grad enabled and a tensor or parameter that requires grad)
+go through satfuse's ``torch.compile`` backend, whose AOTAutograd path compiles a forward and
+a backward plan: outputs require grad and ``.backward()`` gives eager's gradients.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, written_positions
@@ -53,7 +57,9 @@ class Jitted:
         self.options = Options.of(options)
         self.cache = PlanCache(max_plans, on_limit, name=f"satfuse.jit({getattr(fn, '__name__', 'fn')})")
         self.last_plan: Any = None
-        self.grad_eager_calls = 0
+        self.grad_calls = 0
+        self._grad_fn: Any = None
+        self.state = closure_state(fn)  # module parameters/buffers fn reaches: trailing plan inputs
         self._specs: dict[int, Any] = {}
         self._catalogue: Any = None
         functools.update_wrapper(self, fn)
@@ -64,11 +70,28 @@ class Jitted:
 
     def stats(self) -> dict[str, Any]:
         s = self.cache.stats()
-        s["grad_eager_calls"] = self.grad_eager_calls
+        s["grad_calls"] = self.grad_calls
         return s
 
     # ------------------------------------------------------------------ call
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.state:
+            if needs_grad(pytree.tree_leaves((args, kwargs)), self.state):
+                return self._autograd(args, kwargs)
+            return self._call((*args, *self.state.tensors()), kwargs, args)  # read now: updates are seen
+        return self._call(args, kwargs, args)
+
+    def _autograd(self, args: tuple, kwargs: dict) -> Any:
+        """Through satfuse's torch.compile backend (AOTAutograd: forward and backward plans)."""
+        if self._grad_fn is None:
+            from satfuse.backend import make_backend
+
+            self._grad_fn = torch.compile(self.fn, backend=make_backend(self.options), dynamic=self.dynamic is True)
+        self.grad_calls += 1
+        return self._grad_fn(*args, **kwargs)
+
+    def _call(self, args: tuple, kwargs: dict, user_args: tuple) -> Any:
+        """One call with ``args`` (the user's, then the lifted state); ``user_args`` for eager runs."""
         if not kwargs and all(type(a) in _FAST_TYPES for a in args):
             n = len(args)
             spec = self._specs.get(n)
@@ -81,11 +104,10 @@ class Jitted:
             inputs = [x for x in leaves if isinstance(x, _LEAF_TYPES)]
             key = (spec, tuple(_const_key(x) for x in leaves if not isinstance(x, _LEAF_TYPES)))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
-            self.grad_eager_calls += 1
-            return self.fn(*args, **kwargs)
+            return self._autograd(user_args, kwargs)
         entry, env = self.cache.get(inputs, lambda: self._compile(args, kwargs, key, inputs), key)
         if entry is None or entry.plan is None:  # cache full with on_limit="eager", or an aliasing no plan serves
-            return self.fn(*args, **kwargs)
+            return self.fn(*user_args, **kwargs)
         plan = entry.plan
         self.last_plan = plan
         outs = entry.info["run"](inputs, env)  # guards were checked by the cache: not again
@@ -102,7 +124,10 @@ class Jitted:
         from satfuse.lowering import lower
 
         opts = self.options
-        cap = capture_symbolic(self.fn, *args, dynamic=self.dynamic, **kwargs)
+        fn, dynamic = self.fn, self.dynamic
+        if self.state:
+            fn, dynamic = lift_state(self.fn, len(args) - len(self.state.names), self.state, self.dynamic)
+        cap = capture_symbolic(fn, *args, dynamic=dynamic, **kwargs)
         timings = {"capture": cap.seconds}
         aliasing = aliasing_of(cap.trace, inputs)
         if runs_eagerly(aliasing, written_positions(cap.trace)):

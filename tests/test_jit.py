@@ -137,12 +137,16 @@ def test_structure_kwargs_and_constants():
     assert f.cache.compiles == 3 and f.cache.hits == 1
 
 
-def test_requires_grad_runs_eagerly():
+def test_requires_grad_goes_through_forward_and_backward_plans():
+    torch._dynamo.reset()
     f = satfuse.jit(lambda x: (x * 3).sum())
     x = torch.randn(3, requires_grad=True)
+    before = len(satfuse.compiled_plans())
     f(x).backward()
     assert torch.allclose(x.grad, torch.full((3,), 3.0))
-    assert f.stats()["grad_eager_calls"] == 1 and f.cache.compiles == 0
+    assert f.stats()["grad_calls"] == 1 and f.cache.compiles == 0
+    kinds = [p.kind for p in satfuse.compiled_plans()[before:]]
+    assert kinds == ["forward", "backward"], kinds
     with torch.no_grad():
         assert torch.allclose(f(x), (x * 3).sum())
     assert f.cache.compiles == 1

@@ -52,6 +52,16 @@ class ClosureState:
             out.append(obj.detach())
         return out + [c.cell_contents.detach() for _, c in self.cells]
 
+    def needs_grad(self) -> bool:
+        """Does a parameter or closed-over tensor require grad now (read again, like ``tensors``)?"""
+        for i, k in self.keys:
+            obj: Any = self.modules[i][1]
+            for part in k.split("."):
+                obj = getattr(obj, part)
+            if obj.requires_grad:
+                return True
+        return any(getattr(c.cell_contents, "requires_grad", False) for _, c in self.cells)
+
     def call(self, fn: Callable, args: tuple, values: list[Any], kwargs: dict[str, Any] | None = None) -> Any:
         """``fn(*args)`` with every module tensor and closed-over tensor replaced by the matching
         entry of ``values`` (``torch.func.functional_call`` on a holder of the modules)."""
@@ -139,4 +149,39 @@ def closure_state(fn: Callable) -> ClosureState:
     return st
 
 
-__all__ = ["ClosureState", "closure_state"]
+def lift_state(fn: Callable, n_args: int, state: ClosureState, dynamic: Any) -> tuple[Callable, Any]:
+    """``fn`` as a function of its ``n_args`` arguments followed by the parameters, buffers and tensors
+    it closes over (``state``): those become plan inputs, read again on each call, never constants.
+    They keep static shapes when ``dynamic=True`` (guarded like any input). Returns the lifted function
+    and the ``dynamic`` to capture it with."""
+    import inspect
+
+    def with_state(*args: Any, **kwargs: Any) -> Any:
+        return state.call(fn, tuple(args[:n_args]), list(args[n_args:]), kwargs)
+
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        params = list(inspect.signature(target).parameters.values())
+        own = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:n_args]
+    except (TypeError, ValueError):
+        own = []
+    own += [f"arg{i}" for i in range(len(own), n_args)]
+    names = own + ["".join(c if c.isalnum() else "_" for c in nm) for nm in state.names]
+    with_state.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(nm, inspect.Parameter.POSITIONAL_ONLY) for nm in names])
+    with_state.__name__ = getattr(fn, "__name__", type(fn).__name__)
+    if dynamic is True:
+        dynamic = list(range(n_args))  # argument positions: the state keeps its static shapes
+    return with_state, dynamic
+
+
+def needs_grad(leaves: Any, state: ClosureState | None) -> bool:
+    """Would eager record autograd for this call (grad mode on and a tensor that requires grad)?"""
+    if not torch.is_grad_enabled():
+        return False
+    if any(isinstance(x, torch.Tensor) and x.requires_grad for x in leaves):
+        return True
+    return bool(state) and state.needs_grad()
+
+
+__all__ = ["ClosureState", "closure_state", "lift_state", "needs_grad"]
