@@ -21,8 +21,10 @@ optimality within the limit is marked ``~`` (the best ILP answer is the referenc
 For each file and each extractor of ``EXTRACTORS`` marked ``bench`` (``ilp`` with its
 default hard limit): nodes, cost / optimum, time / ILP time, and whether ``check``
 accepted the answer; then the geomean of both ratios per extractor, and the worst file.
-``--programs`` runs the same extractors on satfuse's own saturated programs
-(bench/programs.py ``SMALL``), where the optimum is the ILP's own answer.
+``--programs`` runs the same extractors on satfuse's own corpus (tests/corpus), saturated
+with the built-in packs; ``--scale OPS`` on ~OPS-op synthetic programs (an elementwise +
+reduction chain, a hand-written Adam), with extraction time and peak memory. ``--save DIR``
+keeps those e-graphs (costs filled in) in extraction-gym's format for the folder mode.
 """
 
 from __future__ import annotations
@@ -60,11 +62,18 @@ def optimum(view: EGraphView, roots: list[str], cost: dict[str, float], limit: f
     from satfuse.engine.extract import greedy_dag
 
     greedy = greedy_dag(view, roots, cost)
-    t0 = time.perf_counter()
-    choice, note = ilp(view, roots, cost, timeout=limit, warm=greedy, prune=False)
-    secs = time.perf_counter() - t0
+    secs = []
+    while not secs or (secs[-1] < FAST and len(secs) < 3):  # a fast ILP: the best of 3, as for the extractors
+        t0 = time.perf_counter()
+        choice, note = ilp(view, roots, cost, timeout=limit, warm=greedy, prune=False)
+        secs.append(time.perf_counter() - t0)
     check(view, roots, choice)
-    return {"cost": dag_cost(view, roots, choice, cost), "seconds": secs, "optimal": note == "optimal", "note": note}
+    return {"cost": dag_cost(view, roots, choice, cost), "seconds": min(secs), "optimal": note == "optimal",
+            "note": note}
+
+
+#: ILP references faster than this are timed as the best of three runs (the machine is shared)
+FAST = 2.0
 
 
 def geomean(xs: list[float]) -> float:
@@ -82,7 +91,8 @@ def run_gym(args) -> int:
 
     methods = [m for m, meta in EXTRACTORS.items() if meta.get("bench")]
     head = f"{'file':<58} {'nodes':>7} " + " ".join(f"{m + ' cost':>16} {'time':>7}" for m in methods)
-    print(f"# cost = cost / optimum, time = seconds / exact-ILP seconds; ILP reference limit {args.ilp_limit:g}s")
+    print(f"# cost = cost / optimum, time = seconds / exact-ILP seconds (best of {args.repeat}; ILP references under "
+          f"{FAST:g} s best of 3); ILP reference limit {args.ilp_limit:g}s; ~ = ILP did not prove its optimum")
     print(head)
     print("-" * len(head))
     ratios: dict[str, list[tuple[str, float, float]]] = {m: [] for m in methods}
@@ -90,7 +100,7 @@ def run_gym(args) -> int:
     records = []
     for p in files:
         view, roots, cost = load(p)
-        if p.name not in cache:
+        if p.name not in cache or (args.retime and cache[p.name]["seconds"] < FAST):
             cache[p.name] = optimum(view, roots, cost, args.ilp_limit)
             cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True))
         ref = cache[p.name]
@@ -99,11 +109,13 @@ def run_gym(args) -> int:
             continue
         row = f"{p.stem[:57] + ('~' if not ref['optimal'] else ''):<58} {len(view.nodes):>7} "
         for m in methods:
-            gc.collect()
-            t0 = time.perf_counter()
             try:
-                ex = extract(view, roots, cost, method=m)
-                secs = time.perf_counter() - t0
+                secs = float("inf")
+                for _ in range(args.repeat):
+                    gc.collect()
+                    t0 = time.perf_counter()
+                    ex = extract(view, roots, cost, method=m)
+                    secs = min(secs, time.perf_counter() - t0)
                 check(view, roots, ex.choice)
                 c = dag_cost(view, roots, ex.choice, cost)
             except ExtractionError as e:
@@ -130,7 +142,7 @@ def run_gym(args) -> int:
     return 1 if invalid else 0
 
 
-def _egraph(fn, inputs, target: str, cat) -> tuple[dict, EGraphView, list[str], dict[str, float]]:
+def _egraph(fn, inputs, target: str, cat, dynamic: bool = False) -> tuple[dict, EGraphView, list[str], dict[str, float]]:
     """Capture, saturate and serialize one program as ``optimize`` does: (JSON with each
     node's cost and the roots filled in, view, root classes, node costs)."""
     from satfuse.engine import capture
@@ -138,7 +150,7 @@ def _egraph(fn, inputs, target: str, cat) -> tuple[dict, EGraphView, list[str], 
     from satfuse.engine.extract import class_infos, node_costs
     from satfuse.engine.session import Session
 
-    cap = capture(fn, *inputs)
+    cap = capture(fn, *inputs, dynamic=dynamic)
     trace = cap.trace
     sess = Session(cat.sources)
     enc = sess.add_trace(trace)
@@ -208,31 +220,28 @@ def run_scale(args) -> int:
 
 
 def run_programs(args) -> int:
-    from satfuse.engine import capture
-    from satfuse.engine.costs import CostModel
-    from satfuse.engine.extract import class_infos, node_costs
-    from satfuse.engine.session import Session
+    """The extractors on the saturated e-graphs of satfuse's own corpus (tests/corpus)."""
     from satfuse.rewrites import load_catalogue
 
-    from bench.programs import SMALL
+    from tests.corpus import CASES
 
     cat = load_catalogue()
     methods = [m for m, meta in EXTRACTORS.items() if meta.get("bench")]
-    print(f"{'program':<14} {'e-nodes':>8} " + " ".join(f"{m + ' cost':>18} {'ms':>8}" for m in methods))
-    for prog in SMALL:
-        cap = capture(prog.fn, *prog.inputs("meta"))
-        sess = Session(cat.sources)
-        enc = sess.add_trace(cap.trace)
-        sess.saturate(cat.phases)
-        data, roots, input_class = sess.serialize_program(enc, cap.trace.inputs).parse()
-        view = EGraphView.from_json(data)
-        infos = class_infos(view, cap.symbol_hints, set(input_class.values()))
-        cost = node_costs(view, CostModel(args.target, cap.symbol_hints), infos)
-        row = f"{prog.name:<14} {len(view.nodes):>8} "
+    print(f"{'program':<24} {'e-nodes':>8} " + " ".join(f"{m + ' cost':>18} {'ms':>8}" for m in methods))
+    for case in CASES:
+        try:
+            data, view, roots, cost = _egraph(case.fn, case.make_inputs(), args.target, cat, dynamic=case.dynamic)
+        except Exception as e:  # noqa: BLE001 - a program the pipeline refuses is reported, not extracted
+            print(f"{case.name:<24} skipped: {type(e).__name__}: {str(e)[:60]}")
+            continue
+        if args.save:
+            Path(args.save).mkdir(parents=True, exist_ok=True)
+            (Path(args.save) / f"corpus--{case.name}.json").write_text(json.dumps(data))
+        row = f"{case.name:<24} {len(view.nodes):>8} "
         for m in methods:
             ex = extract(view, roots, cost, method=m)
             row += f"{ex.dag_cost:>18,.1f} {ex.seconds * 1e3:>8.2f} "
-        print(row)
+        print(row, flush=True)
     return 0
 
 
@@ -244,10 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="only files whose name contains one of these")
     ap.add_argument("--json", help="write one record per (file, extractor) here")
     ap.add_argument("--optima-only", action="store_true", help="only fill the optimum cache")
-    ap.add_argument("--programs", action="store_true", help="satfuse's own programs instead of a folder")
+    ap.add_argument("--retime", action="store_true", help=f"re-time cached ILP references under {FAST:g} s")
+    ap.add_argument("--repeat", type=int, default=3, help="time each extractor as the best of N runs (default 3)")
+    ap.add_argument("--programs", action="store_true", help="satfuse's own corpus (tests/corpus) instead of a folder")
     ap.add_argument("--target", choices=["nvfuser", "eager"], default="nvfuser")
     ap.add_argument("--scale", type=int, metavar="OPS", help="time and peak memory on ~OPS-op synthetic programs")
-    ap.add_argument("--save", metavar="DIR", help="with --scale: save each e-graph (with costs) to DIR")
+    ap.add_argument("--save", metavar="DIR", help="with --scale or --programs: save each e-graph (with costs) to DIR")
     args = ap.parse_args(argv)
     if args.scale:
         return run_scale(args)

@@ -31,6 +31,8 @@ alternative; the DAG cost is what a program that computes ``a`` once costs.
 from __future__ import annotations
 
 import gc
+import itertools
+import math
 import threading
 import time
 from collections import deque
@@ -673,6 +675,33 @@ def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str,
         f" (gap {gap:.2%})" if gap is not None else "")
 
 
+#: a pruned remainder whose choices (product of their sizes x classes) fit in this many steps
+#: is solved by trying every combination (exact, and no HiGHS start-up or scipy import)
+ENUMERATE_STEPS = 20_000
+
+
+def _enumerate(g: _Compact, keep: list[list[int]], root_ids: list[int], decisions: list[int], cost: dict[str, float],
+               greedy: Choice) -> tuple[Choice, str]:
+    """Every combination of the kept nodes of the ``decisions`` classes; the cheapest acyclic one."""
+    ncost = {nd: cost[g.node_ids[nd]] for ns in keep for nd in ns}
+    pick = {c: keep[c][0] for c in _closure(root_ids, lambda c: [k for nd in keep[c] for k in g.node_kids[nd]])}
+
+    def kids(c: int) -> tuple[int, ...]:
+        return g.node_kids[pick[c]]
+
+    best_cost, best = INF, None
+    for combo in itertools.product(*(keep[c] for c in decisions)):
+        pick.update(zip(decisions, combo))
+        if _cycle(root_ids, kids) is not None:
+            continue
+        c = sum(ncost[pick[x]] for x in _closure(root_ids, kids))
+        if c < best_cost - EPS:
+            best_cost, best = c, {g.names[x]: g.node_ids[pick[x]] for x in _closure(root_ids, kids)}
+    if best is None:
+        return greedy, "enumeration found no acyclic choice; greedy answer kept"
+    return {**greedy, **best}, "optimal over the pruned e-graph (enumerated)"
+
+
 def hybrid(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: float = 1.0,
            slack: float = 0.5) -> tuple[Choice, str]:
     """Greedy, then the exact ILP on what is left of the e-graph once pruned around the greedy
@@ -684,8 +713,12 @@ def hybrid(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: 
     _drop_unusable(g, keep)
     _drop_dominated(g, keep, [cost[nid] for nid in g.node_ids])
     root_ids = [g.idx[r] for r in roots]
-    if all(len(keep[c]) == 1 for c in _closure(root_ids, lambda c: [k for nd in keep[c] for k in g.node_kids[nd]])):
+    cls = _closure(root_ids, lambda c: [k for nd in keep[c] for k in g.node_kids[nd]])
+    decisions = [c for c in cls if len(keep[c]) > 1]
+    if not decisions:
         return greedy, "greedy: no choice left after pruning"
+    if math.prod(len(keep[c]) for c in decisions) * len(cls) <= ENUMERATE_STEPS:
+        return _enumerate(g, keep, root_ids, decisions, cost, greedy)
     if not has_ilp():
         return greedy, "greedy (no scipy for the ILP step)"
     limit = min(timeout, 0.25 + 2 * (time.perf_counter() - t0))
