@@ -72,6 +72,21 @@ def optimum(view: EGraphView, roots: list[str], cost: dict[str, float], limit: f
             "note": note}
 
 
+def strengthen(view: EGraphView, roots: list[str], cost: dict[str, float], limit: float, ref: dict) -> dict:
+    """A reference the full ILP did not prove: the exactly pruned ILP (same optimum, smaller
+    model) gets ``limit`` too; the better answer is kept, and proven if it proved it. The
+    ILP time stays the full ILP's."""
+    from satfuse.engine.extract import greedy_dag
+
+    choice, note = ilp(view, roots, cost, timeout=limit, warm=greedy_dag(view, roots, cost), prune=True)
+    check(view, roots, choice)
+    c = dag_cost(view, roots, choice, cost)
+    out = dict(ref, pruned_cost=c, pruned_note=note)
+    if note == "optimal" or c < ref["cost"]:
+        out.update(cost=min(c, ref["cost"]), optimal=note == "optimal")
+    return out
+
+
 #: ILP references faster than this are timed as the best of three runs (the machine is shared)
 FAST = 2.0
 
@@ -102,6 +117,8 @@ def run_gym(args) -> int:
         view, roots, cost = load(p)
         if p.name not in cache or (args.retime and cache[p.name]["seconds"] < FAST):
             cache[p.name] = optimum(view, roots, cost, args.ilp_limit)
+        if not cache[p.name]["optimal"] and "pruned_cost" not in cache[p.name]:
+            cache[p.name] = strengthen(view, roots, cost, args.ilp_limit, cache[p.name])
             cache_path.write_text(json.dumps(cache, indent=1, sort_keys=True))
         ref = cache[p.name]
         if args.optima_only:
@@ -132,6 +149,10 @@ def run_gym(args) -> int:
     print("-" * len(head))
     print(f"{'geomean (' + str(len(files)) + ' files)':<58} {'':>7} " + " ".join(
         f"{geomean([r for _, r, _ in ratios[m]]):>16.4f} {geomean([t for _, _, t in ratios[m]]):>7.3f}" for m in methods))
+    proven = {p.name for p in files if cache[p.name]["optimal"]}
+    print(f"{'geomean (' + str(len(proven)) + ' proven optima)':<58} {'':>7} " + " ".join(
+        f"{geomean([r for n, r, _ in ratios[m] if n in proven]):>16.4f} "
+        f"{geomean([t for n, _, t in ratios[m] if n in proven]):>7.3f}" for m in methods))
     for m in methods:
         if ratios[m]:
             name, r, _ = max(ratios[m], key=lambda x: x[1])

@@ -542,7 +542,7 @@ def ilp(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: flo
     _drop_unusable(g, keep)
     if prune:
         _drop_dominated(g, keep, [cost[nid] for nid in g.node_ids])
-    return _solve(g, keep, roots, cost, timeout, warm, lazy=prune)
+    return _solve(g, keep, roots, cost, timeout, warm)
 
 
 def _drop_unusable(g: _Compact, keep: list[list[int]]) -> None:
