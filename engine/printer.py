@@ -16,8 +16,8 @@ from typing import Any
 import sympy
 import torch
 
-from .ir import Extent, IRError, Node, ScalarType, TensorType, Trace, Type, Var, as_extent
-from .vocab import OPS, infer, is_opaque
+from .ir import DTYPES, Extent, IRError, Node, ScalarType, TensorType, Trace, Type, Var, as_extent
+from .vocab import OPS, infer, is_opaque, resolve_opaque
 
 
 def fmt_literal(a: Any) -> str | None:
@@ -110,6 +110,8 @@ def parse_type(text: str, symbols: dict[str, sympy.Symbol]) -> Type:
     text = text.strip()
     m = _TYPE.match(text)
     if m:
+        if m.group("dt") not in DTYPES:
+            raise IRError(f"unknown dtype {m.group('dt')!r} in {text!r} (known: {', '.join(DTYPES)})")
         inner = m.group("shape").strip()
         shape = tuple(parse_extent(e, symbols) for e in _split_top(inner)) if inner else ()
         return TensorType(m.group("dt"), shape, m.group("dev") or "cpu")
@@ -138,30 +140,52 @@ def _split_top(s: str) -> list[str]:
 
 
 def parse_trace(text: str, opaque_types_required: bool = True) -> Trace:
-    """Parse the printed form back into a Trace (types of vocabulary ops are re-inferred
-    and checked against the comments; opaque ops take theirs from the comment)."""
+    """Parse the printed form back into a Trace, validating it fully: every name defined before
+    use, every op known (vocabulary ops have their types re-inferred and checked against the
+    comments; ``aten.*`` fallbacks must resolve to a torch op and take their types from the
+    comment), every write-back of the input's own type. Errors are ``IRError``s that start with
+    ``line N:``."""
     comments: dict[int, str] = {}
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-        if tok.type == tokenize.COMMENT:
-            comments[tok.start[0]] = tok.string[1:].strip()
-    mod = ast.parse(text)
+    try:
+        mod = ast.parse(text)  # first: Python's own syntax errors point at the right line
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.COMMENT:
+                comments[tok.start[0]] = tok.string[1:].strip()
+    except SyntaxError as e:
+        raise IRError(f"line {e.lineno}: syntax error: {e.msg}") from None
+    except tokenize.TokenError as e:
+        raise IRError(f"line {e.args[1][0]}: syntax error: {e.args[0]}") from None
     fns = [s for s in mod.body if isinstance(s, ast.FunctionDef)]
     if len(fns) != 1:
-        raise IRError("expected exactly one 'def' in the trace text")
+        raise IRError("line 1: expected exactly one 'def' in the trace text")
     fn = fns[0]
     symbols: dict[str, sympy.Symbol] = {}
     env: dict[str, Var] = {}
     inputs = []
+
+    def typ(t: str, line: int) -> Type:
+        try:
+            return parse_type(t, symbols)
+        except IRError as e:
+            raise IRError(f"line {line}: {e}") from None
+        except (ValueError, SyntaxError, TypeError) as e:
+            raise IRError(f"line {line}: cannot parse type {t!r}: {e}") from None
+
     for a in fn.args.args:
         if not isinstance(a.annotation, ast.Constant):
-            raise IRError(f"input {a.arg} needs a type annotation string")
-        v = Var(a.arg, parse_type(a.annotation.value, symbols))
+            raise IRError(f"line {a.lineno}: input {a.arg} needs a type annotation string")
+        v = Var(a.arg, typ(a.annotation.value, a.lineno))
         env[a.arg] = v
         inputs.append(v)
+    bound = set(symbols)  # extents may use the symbols the inputs bind, and nothing else
     tr = Trace(inputs, [], [], name=fn.name)
     first = text.lstrip().splitlines()[0] if text.strip() else ""
     if first.startswith("#"):
         tr.provenance = first[1:].strip()
+
+    def undefined(name: str, line: int) -> IRError:
+        return IRError(f"line {line}: name {name!r} is not defined (not an input, an earlier value, or a symbol "
+                       f"an input's annotation binds)")
 
     def conv(node: ast.AST) -> Any:
         if isinstance(node, ast.Name):
@@ -169,7 +193,9 @@ def parse_trace(text: str, opaque_types_required: bool = True) -> Trace:
                 return env[node.id]
             if node.id in ("True", "False", "None"):
                 return {"True": True, "False": False, "None": None}[node.id]
-            return symbols.setdefault(node.id, sympy.Symbol(node.id, integer=True))
+            if node.id not in bound:
+                raise undefined(node.id, node.lineno)
+            return symbols[node.id]
         if isinstance(node, (ast.Tuple, ast.List)):
             return tuple(conv(e) for e in node.elts)
         src = ast.unparse(node)
@@ -178,9 +204,14 @@ def parse_trace(text: str, opaque_types_required: bool = True) -> Trace:
             for nm in names:
                 if nm in env:
                     raise IRError(f"line {node.lineno}: tensor {nm} used inside an expression: {src}")
-                symbols.setdefault(nm, sympy.Symbol(nm, integer=True))
+                if nm not in bound:
+                    raise undefined(nm, node.lineno)
             return as_extent(sympy.sympify(src, locals=dict(symbols)))
-        return eval(compile(ast.Expression(node), "<trace>", "eval"), {"float": float, "torch": torch, "__builtins__": {}})
+        try:
+            return eval(compile(ast.Expression(node), "<trace>", "eval"),
+                        {"float": float, "torch": torch, "__builtins__": {}})
+        except Exception as e:  # noqa: BLE001 - a literal we cannot read
+            raise IRError(f"line {node.lineno}: cannot read {src!r}: {type(e).__name__}: {e}") from None
 
     for st in fn.body:
         if isinstance(st, ast.Return):
@@ -188,36 +219,54 @@ def parse_trace(text: str, opaque_types_required: bool = True) -> Trace:
             tr.outputs = list(val) if isinstance(val, tuple) else [val]
             continue
         if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and ast.unparse(st.value.func) == "writeback":
+            if len(st.value.args) != 2:
+                raise IRError(f"line {st.lineno}: writeback takes (input, value)")
             buf, val = (conv(a) for a in st.value.args)
+            if not (isinstance(buf, Var) and any(buf is v for v in inputs)):
+                raise IRError(f"line {st.lineno}: writeback target {ast.unparse(st.value.args[0])} is not an input")
+            if not isinstance(val, Var) or val.type != buf.type:
+                got = val.type if isinstance(val, Var) else repr(val)
+                raise IRError(f"line {st.lineno}: writeback({buf.name}, {ast.unparse(st.value.args[1])}): the value is "
+                              f"{got} but {buf.name} is {buf.type}")
             tr.writebacks.append((buf, val))
             continue
         if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) and len(st.targets) == 1):
             raise IRError(f"line {st.lineno}: expected 'name = op(...)', got {ast.unparse(st)!r}")
         op = ast.unparse(st.value.func)
+        if op not in OPS and not is_opaque(op):
+            raise IRError(f"line {st.lineno}: unknown op {op!r}")
         args = tuple(conv(a) for a in st.value.args)
         kwargs = {k.arg: conv(k.value) for k in st.value.keywords}
         tgt = st.targets[0]
         names = [tgt.id] if isinstance(tgt, ast.Name) else [e.id for e in tgt.elts]
         comment = comments.get(st.lineno, "")
-        ctypes = [parse_type(t, symbols) for t in _split_top(comment)] if comment else []
+        ctypes = [typ(t, st.lineno) for t in _split_top(comment)] if comment else []
         if op in OPS:
             spec = OPS[op]
             args = args + tuple(kwargs.pop(k) for k in spec.kw if k in kwargs)
             if len(args) != len(spec.sig):
                 raise IRError(f"line {st.lineno}: {op} takes {len(spec.sig)} arguments, got {len(args)}")
             dev = ctypes[0].device if ctypes and isinstance(ctypes[0], TensorType) else None
-            t = infer(op, args, dev)
+            try:
+                t = infer(op, args, dev)
+            except IRError as e:
+                raise IRError(f"line {st.lineno}: {e}") from None
             if ctypes and (ctypes[0].dtype != t.dtype or len(ctypes[0].shape) != len(t.shape)):
                 raise IRError(f"line {st.lineno}: {op} gives {t}, comment says {ctypes[0]}")
             outs = (Var(names[0], ctypes[0] if ctypes else t),)
-        elif is_opaque(op):
+        else:
+            try:
+                resolve_opaque(op)
+            except Exception as e:  # noqa: BLE001 - resolve_opaque names the op
+                raise IRError(f"line {st.lineno}: {e}") from None
             if len(ctypes) != len(names):
                 raise IRError(f"line {st.lineno}: opaque op {op} needs a type comment for each output")
             outs = tuple(Var(nm, t) for nm, t in zip(names, ctypes))
-        else:
-            raise IRError(f"line {st.lineno}: unknown op {op!r}")
         for o in outs:
             env[o.name] = o
         tr.nodes.append(Node(op, args, kwargs, outs))
-    tr.lint()
+    try:
+        tr.lint()
+    except IRError as e:
+        raise IRError(f"line {fn.lineno}: {e}") from None
     return tr
