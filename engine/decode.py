@@ -177,6 +177,7 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
         if not isinstance(val, Var):
             raise IRError(f"decode: write-back of {buf.name} became a constant")
         writebacks.append((buf, val))
-    tr = Trace(list(original.inputs), d.nodes, outputs, writebacks, guards=list(original.guards), name=original.name)
+    tr = Trace(list(original.inputs), d.nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
+               output_aliases=list(original.output_aliases))
     tr.lint()
     return tr

@@ -9,7 +9,10 @@ call, the fake inputs Dynamo hands the backend) and checked on every call; one f
 
 The pattern is a tuple (empty in the common case: every input has its own memory):
 
-- ``(i, j, "same")``: inputs ``i`` and ``j`` are the same view of the same memory;
+- ``(i, j, "identical")``: inputs ``i`` and ``j`` are the same tensor object (``f(t, t)``:
+  tracing sees one tensor, so a write through one is read through the other);
+- ``(i, j, "same")``: two objects viewing the same memory the same way (tracing sees two
+  tensors: only read-only programs may have a plan);
 - ``(i, j, "overlap", geometry)``: they overlap otherwise; ``geometry`` is both inputs' sizes,
   strides and the difference of their storage offsets, so a plan for ``x, x.t()`` never serves
   ``x, x[1:]``;
@@ -103,6 +106,8 @@ def pattern(inputs: Sequence[Any], written: Sequence[int] = ()) -> Pattern:
 
 
 def _relation(x: torch.Tensor, y: torch.Tensor) -> tuple | None:
+    if x is y:
+        return ("identical",)
     gx = (_ints(x.shape), _ints(x.stride()))
     gy = (_ints(y.shape), _ints(y.stride()))
     sx, sy = _span(x), _span(y)
@@ -135,7 +140,7 @@ def runs_eagerly(pat: Pattern, written: Sequence[int]) -> str | None:
         if entry[1] == "self":
             return f"input {entry[0]} is written in place and overlaps itself"
         i, j = entry[0], entry[1]
-        if (i in w or j in w) and entry[2] != "same":
+        if (i in w or j in w) and entry[2] != "identical":
             return f"inputs {i} and {j} overlap and one of them is written in place"
     return None
 
@@ -148,8 +153,10 @@ def describe(pat: Pattern, names: Sequence[str]) -> str:
     for e in pat:
         if e[1] == "self":
             parts.append(f"{names[e[0]]} overlaps itself")
-        elif e[2] == "same":
+        elif e[2] == "identical":
             parts.append(f"{names[e[0]]} and {names[e[1]]} are the same tensor")
+        elif e[2] == "same":
+            parts.append(f"{names[e[0]]} and {names[e[1]]} view the same memory")
         else:
             parts.append(f"{names[e[0]]} and {names[e[1]]} overlap")
     return ", ".join(parts)
@@ -163,6 +170,8 @@ def guard_source(tensor_inputs: Sequence[tuple[int, str]], written: Sequence[int
     full = f"_alias_pattern(inputs, {tuple(written)!r}) == _expected_aliasing"
     if expected:
         return full
+    if not written:  # traced on independent inputs and writing none: any sharing computes the same values
+        return "True"
     fast = []
     if len(tensor_inputs) > 1:
         keys = ", ".join(f"{n}.untyped_storage().data_ptr()" for _, n in tensor_inputs)

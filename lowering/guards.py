@@ -290,8 +290,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         elif isinstance(t, ScalarType):
             if t.kind == "int":
                 check(f"isinstance({v.name}, int) and not isinstance({v.name}, bool)", f"{v.name} is an int", (i,))
-            elif t.kind == "float":
-                check(f"isinstance({v.name}, (int, float)) and not isinstance({v.name}, bool)", f"{v.name} is a float", (i,))
+            elif t.kind == "float":  # an int is not a float: torch promotes them differently (x / 2 vs x / 2.0)
+                check(f"isinstance({v.name}, float)", f"{v.name} is a float", (i,))
             else:
                 check(f"isinstance({v.name}, bool)", f"{v.name} is a bool", (i,))
             flush(f"{v.name}: {t}")
@@ -349,7 +349,13 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 deferred.append((e, v.name, v.name, i))
             else:
                 lit = repr(bool(e)) if t.kind == "bool" else (repr(int(e)) if t.kind == "int" else _flit(float(e)))
-                check(f"{v.name} == {lit}", f"{v.name} == {lit}", (i,))
+                if t.kind == "float" and math.isnan(float(e)):
+                    check(f"{v.name} != {v.name}", f"{v.name} is nan", (i,))
+                elif t.kind == "float" and float(e) == 0.0:  # the sign of zero picks x / 0.0 = +-inf
+                    sign = math.copysign(1.0, float(e))
+                    check(f"{v.name} == 0.0 and math.copysign(1.0, {v.name}) == {sign!r}", f"{v.name} == {lit}", (i,))
+                else:
+                    check(f"{v.name} == {lit}", f"{v.name} == {lit}", (i,))
                 flush()
     # symbols seen only inside compound extents: specialize to their hints
     for e, *_ in deferred:

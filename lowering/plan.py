@@ -42,8 +42,8 @@ from .aliasing import Pattern
 from .checks import CheckStep, DataCheck, builtin_checks, place_checks
 from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
-from .segments import Fallback, Segment, partition
-from .writeback import Clone, WriteCopy, plan_writebacks
+from .segments import Fallback, Segment, may_alias_nodes, partition
+from .writeback import Clone, WriteCopy, plan_writebacks, step_nodes
 
 EXECUTORS = ("auto", "reference", "nvfuser")
 
@@ -380,6 +380,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         dead = sorted(nm for nm, j in last.items() if j == i and nm not in keep)
         if dead:
             body.append(f"del {', '.join(dead)}")
+    body += _output_aliasing(trace, wb.steps, rets, in_names, taken)
     body.append(f"return [{', '.join(rets)}]")
     head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:
@@ -430,6 +431,47 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     log.lowering.info("lowered %s: %s (%.1f ms)", trace.name, plan.stats(), plan.lower_seconds * 1e3)
     log.lowering.debug("plan:\n%s", source)
     return plan
+
+
+def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str]) -> list[str]:
+    """Lines that make the returned tensors alias exactly as eager's do (``trace.output_aliases``;
+    empty: every output fresh). Rewrites ``rets`` in place.
+
+    - fresh output: cloned when the plan's value may share memory with an input (``x * 1``
+      extracted as ``x``, a view, a buffer written in place) or is returned at an earlier position
+      too (``return x * 2, x * 2`` is two tensors);
+    - ``OutputAlias("output", j)``: the very object returned at position ``j``;
+    - ``OutputAlias("input", i)``: input ``i`` itself when the plan's value lives in it with the
+      same shape (``x.add_(1); return x``); otherwise the plan's value (a torch view of the input
+      where the step computing it made one)."""
+    aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
+    al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
+    inputs = set(in_names)
+    lines: list[str] = []
+    seen: set[str] = set()
+    for k, o in enumerate(trace.outputs):
+        if not isinstance(o, Var):
+            continue
+        a = aliases[k] if k < len(aliases) else None
+        name = rets[k]
+        if a is None:
+            if name in inputs or name in seen or al.get(id(o)):
+                fresh = name + "_out"
+                while fresh in taken:
+                    fresh += "_"
+                taken.add(fresh)
+                lines.append(f"{fresh} = {name}.clone()  # eager returns a fresh tensor here")
+                rets[k] = name = fresh
+        elif a.kind == "output":
+            rets[k] = name = rets[a.index]
+        elif a.kind == "input":
+            x = in_names[a.index]
+            src = trace.inputs[a.index]
+            if name != x and any(b is src for b, v in trace.writebacks if v is o) and tuple(
+                    o.type.shape) == tuple(src.type.shape):
+                rets[k] = name = x
+        seen.add(name)
+    return lines
 
 
 def _check_bound(trace: Trace, bound: set[str]) -> None:

@@ -78,8 +78,10 @@ def _step_reads(step: Step) -> list[Var]:
 
 
 def step_nodes(step: Any) -> list[Node]:
-    """The IR nodes a step runs (a check step runs none)."""
-    return list(step.nodes) if isinstance(step, (Segment, CheckStep)) else [step.node]
+    """The IR nodes a step runs (checks, write copies and clones run none)."""
+    if isinstance(step, (Segment, CheckStep)):
+        return list(step.nodes)
+    return [step.node] if isinstance(step, Fallback) else []
 
 
 def may_alias(trace: Trace, steps: list[Step]) -> dict[int, frozenset[int]]:

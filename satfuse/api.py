@@ -13,7 +13,15 @@ import torch
 import torch.utils._pytree as pytree
 
 from satfuse.engine import Captured, CaptureError, Trace, capture
-from satfuse.engine.capture.closure import ClosureState, closure_state, lift_state, needs_grad
+from satfuse.engine.capture.closure import (
+    ClosureState,
+    HiddenState,
+    closure_state,
+    hidden_state,
+    lift_state,
+    needs_grad,
+    same_scalar,
+)
 from satfuse.engine.optimize import EngineResult, optimize_trace
 from satfuse.engine.session import Budget
 from satfuse.lowering import GuardError, lower
@@ -78,7 +86,7 @@ class Plan:
     def __init__(self, lowered: Any, captured: Captured | None, engine: EngineResult | None,
                  timings: dict[str, float], state: ClosureState | None = None,
                  catalogue: Catalogue | None = None, fn: Callable | None = None,
-                 options: Options | None = None) -> None:
+                 options: Options | None = None, hidden: HiddenState | None = None) -> None:
         self.catalogue = catalogue  # the rule packs it was optimized with (explain names their rules)
         self.fn = fn  # the original program: calls that need autograd run it through the backend
         self.options = options
@@ -89,6 +97,7 @@ class Plan:
         self.engine = engine
         self.timings = timings
         self.state = state  # module parameters/buffers the function closes over: trailing inputs
+        self.hidden = hidden if hidden else None  # Python scalars the trace specialized on (guarded)
 
     @property
     def trace(self) -> Trace:
@@ -100,6 +109,11 @@ class Plan:
         if self.fn is not None and needs_grad(pytree.tree_leaves((args, kwargs)), self.state):
             return self._autograd(*args, **kwargs)
         cap = self.captured
+        if self.hidden is not None:
+            changed = self.hidden.changed()
+            if changed is not None:
+                raise GuardError(f"guard failed: hidden state changed: {changed} (optimize again for the new state, "
+                                 "or use satfuse.jit, which recompiles)")
         if self.state:
             args = (*args, *self.state.tensors())  # read now: in-place updates and reassignments are seen
         leaves, spec = pytree.tree_flatten((args, kwargs))
@@ -191,7 +205,7 @@ def _same_constant(a: Any, b: Any) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         return a is b
     try:
-        return bool(a == b) and type(a) is type(b)
+        return same_scalar(a, b)  # type, value and sign (-0.0 is not 0.0)
     except Exception:  # noqa: BLE001 - unusual leaves compare by identity
         return a is b
 
@@ -246,9 +260,11 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwar
     timings: dict[str, float] = {}
     captured: Captured | None = None
     aliasing: tuple = ()
+    hidden: HiddenState | None = None
     if isinstance(fn_or_trace, Trace):
         trace, hints = fn_or_trace, {}
     else:
+        hidden = hidden_state(fn_or_trace)  # before tracing: the values the trace will bake in
         state = closure_state(fn_or_trace)
         if state:
             fn, dynamic = lift_state(fn_or_trace, len(example_inputs), state, opts.dynamic)
@@ -267,7 +283,8 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwar
     lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing)
     timings["lower"] = time.perf_counter() - t0
     return Plan(lowered, captured, engine, timings, state if captured is not None else None, catalogue=cat,
-                fn=fn_or_trace if captured is not None else None, options=opts)
+                fn=fn_or_trace if captured is not None else None, options=opts,
+                hidden=hidden if captured is not None else None)
 
 
 def _example_aliasing(captured: Captured) -> tuple:

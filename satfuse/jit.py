@@ -119,11 +119,13 @@ class Jitted:
     # ------------------------------------------------------------------ compile
     def _compile(self, args: tuple, kwargs: dict, key: Any, inputs: Sequence[Any]) -> Entry:
         from satfuse.api import Plan
+        from satfuse.engine.capture.closure import hidden_state
         from satfuse.engine.capture.graph import capture_symbolic
         from satfuse.engine.optimize import optimize_trace
         from satfuse.lowering import lower
 
         opts = self.options
+        hidden = hidden_state(self.fn)  # before tracing: the values the trace bakes in
         fn, dynamic = self.fn, self.dynamic
         if self.state:
             fn, dynamic = lift_state(self.fn, len(args) - len(self.state.names), self.state, self.dynamic)
@@ -145,6 +147,8 @@ class Jitted:
         timings["lower"] = time.perf_counter() - t0
         plan = Plan(lowered, cap, engine, timings)
         check = fast_prologue(lowered.prologue)  # guards the aliasing pattern too: another one recompiles
+        if hidden:
+            check = _hidden_checked(check, hidden)
         run = lowered.run_unchecked
         return Entry(check=check, plan=plan, key=key, info={"out_spec": cap.out_spec, "run": run})
 
@@ -158,6 +162,19 @@ def _const_key(x: Any) -> Any:
         return x
     except TypeError:
         return ("id", id(x))
+
+
+def _hidden_checked(prologue: Callable, hidden: Any) -> Callable:
+    """The prologue, after: every Python scalar the trace specialized on (module attributes such as
+    ``training``, closure cells, globals) still has its type and value; a change recompiles."""
+
+    def check(inputs: Sequence[Any]) -> Any:
+        changed = hidden.changed()
+        if changed is not None:
+            raise GuardError(f"guard failed: hidden state changed: {changed}")
+        return prologue(inputs)
+
+    return check
 
 
 def _pattern_check(expected: tuple, written: list[int]) -> Callable[[Sequence[Any]], Any]:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 from satfuse.engine import parse_trace
+from satfuse.engine.ir import OutputAlias
 from satfuse.lowering import GuardError, SegmentError, lower
 
 
-def plan(text):
-    return lower(parse_trace(text), executor="reference")
+def plan(text, output_aliases=()):
+    tr = parse_trace(text)
+    tr.output_aliases = list(output_aliases)  # as capture records eager's (empty: every output fresh)
+    return lower(tr, executor="reference")
 
 
 def test_output_is_the_old_input():
@@ -21,7 +24,7 @@ def f(x: "f32[4]"):
   x1 = copy_(x, add0)  # f32[4]
   writeback(x, x1)
   return (x, x1)
-''')
+''', [None, OutputAlias("input", 0, (4,), (1,), 0)])
     x = torch.randn(4)
     old = x.clone()
     out = p(x)

@@ -19,6 +19,7 @@ capture refuses (``CaptureError``), so a plan never bakes state in silently.
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -184,4 +185,137 @@ def needs_grad(leaves: Any, state: ClosureState | None) -> bool:
     return bool(state) and state.needs_grad()
 
 
-__all__ = ["ClosureState", "closure_state", "lift_state", "needs_grad"]
+
+# ---------------------------------------------------------------------- hidden state
+
+#: Python values a trace can specialize on (what Dynamo guards by type and value)
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def same_scalar(a: Any, b: Any) -> bool:
+    """Equal as a specialized Python scalar: same type, same value, same sign of zero, nan == nan
+    (``2`` is not ``2.0``, ``-0.0`` is not ``0.0``)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        if a != a:
+            return b != b
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return a == b
+
+
+@dataclass
+class HiddenState:
+    """Python scalars a traced function may have read besides its arguments, with their values
+    at capture: attributes of the modules it reaches (``training``, ``p``, ``eps``, ``momentum``,
+    ... of every submodule), its closure cells and the globals its code names, and the attributes
+    of plain objects in those that its code names (``cfg.scale``). Tracing bakes them in, so the
+    plan is only valid while each keeps its type and value: :meth:`changed` says which did not.
+
+    Over-approximates Dynamo's guards (a module attribute forward never reads is guarded too):
+    that can cost a recompile, never a wrong answer."""
+
+    entries: list[tuple[str, Any, str, Any]] = field(default_factory=list)  # (label, holder, attr, value)
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def changed(self) -> str | None:
+        """None while every entry holds; else which one changed, old and new value. The hot path
+        is one getattr and one type test per entry."""
+        for label, holder, attr, want in self.entries:
+            got = _read(holder, attr)
+            if type(got) is not type(want) or not same_scalar(got, want):
+                return f"{label} was {want!r} ({type(want).__name__}) when the plan was built, now {got!r} " \
+                       f"({type(got).__name__})"
+        return None
+
+
+_MISSING = object()
+
+
+def _read(holder: Any, attr: str) -> Any:
+    if attr == "<cell>":
+        try:
+            return holder.cell_contents
+        except ValueError:
+            return _MISSING
+    if isinstance(holder, dict):
+        return holder.get(attr, _MISSING)
+    return getattr(holder, attr, _MISSING)
+
+
+def _code_names(code: Any) -> set[str]:
+    """Names (globals, attributes) a code object and the functions defined in it use."""
+    out = set(code.co_names)
+    for c in code.co_consts:
+        if inspect.iscode(c):
+            out |= _code_names(c)
+    return out
+
+
+def hidden_state(fn: Callable) -> HiddenState:
+    """The hidden state of ``fn`` (see :class:`HiddenState`), read now."""
+    hs = HiddenState()
+    seen: set[int] = set()
+
+    def module(label: str, m: torch.nn.Module) -> None:
+        for name, sub in m.named_modules(prefix=label, remove_duplicate=True):
+            if id(sub) in seen:
+                continue
+            seen.add(id(sub))
+            for attr, v in vars(sub).items():
+                if type(v) in _SCALARS and not attr.startswith("__"):
+                    hs.entries.append((f"{name}.{attr}", sub, attr, v))
+
+    def plain(label: str, obj: Any, names: set[str]) -> None:
+        if id(obj) in seen or inspect.ismodule(obj) or inspect.isclass(obj) or callable(obj):
+            return
+        seen.add(id(obj))
+        d = getattr(obj, "__dict__", None)
+        if not isinstance(d, dict):
+            return
+        for attr in sorted(names & set(d)):
+            v = d[attr]
+            if type(v) in _SCALARS:
+                hs.entries.append((f"{label}.{attr}", obj, attr, v))
+
+    def value(label: str, v: Any, holder: Any, attr: str, names: set[str]) -> None:
+        if isinstance(v, torch.nn.Module):
+            module(label, v)
+        elif type(v) in _SCALARS:
+            hs.entries.append((label, holder, attr, v))
+        elif isinstance(v, (list, tuple, dict)):
+            items = v.items() if isinstance(v, dict) else enumerate(v)
+            for k, x in items:
+                if isinstance(x, torch.nn.Module):
+                    module(f"{label}[{k!r}]", x)
+        elif not isinstance(v, torch.Tensor):
+            plain(label, v, names)
+
+    if isinstance(fn, torch.nn.Module):
+        module("self", fn)
+        return hs
+    owner = getattr(fn, "__self__", None)
+    func = getattr(fn, "__func__", fn)
+    code = getattr(func, "__code__", None)
+    names = _code_names(code) if code is not None else set()
+    if isinstance(owner, torch.nn.Module):
+        module("self", owner)
+    elif owner is not None:
+        plain("self", owner, names)
+    if code is None:
+        return hs
+    for name, cell in zip(code.co_freevars, getattr(func, "__closure__", None) or ()):
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        value(name, v, cell, "<cell>", names)
+    glob = getattr(func, "__globals__", {})
+    for name in sorted(names & set(glob)):
+        value(name, glob[name], glob, name, names)
+    return hs
+
+
+__all__ = ["ClosureState", "HiddenState", "closure_state", "hidden_state", "lift_state", "needs_grad", "same_scalar"]
