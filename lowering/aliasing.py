@@ -9,10 +9,8 @@ call, the fake inputs Dynamo hands the backend) and checked on every call; one f
 
 The pattern is a tuple (empty in the common case: every input has its own memory):
 
-- ``(i, j, "identical")``: inputs ``i`` and ``j`` are the same tensor object (``f(t, t)``:
-  tracing sees one tensor, so a write through one is read through the other);
-- ``(i, j, "same")``: two objects viewing the same memory the same way (tracing sees two
-  tensors: only read-only programs may have a plan);
+- ``(i, j, "identical")``: inputs ``i`` and ``j`` are the same tensor object (``f(t, t)``);
+- ``(i, j, "same")``: two objects viewing the same memory the same way;
 - ``(i, j, "overlap", geometry)``: they overlap otherwise; ``geometry`` is both inputs' sizes,
   strides and the difference of their storage offsets, so a plan for ``x, x.t()`` never serves
   ``x, x[1:]``;
@@ -21,8 +19,11 @@ The pattern is a tuple (empty in the common case: every input has its own memory
 
 Overlap is decided conservatively from address intervals (``b[::2]`` and ``b[1::2]`` count as
 overlapping): a false "overlap" costs a recompile or a GuardError, never a wrong answer.
-:func:`runs_eagerly` says which patterns no plan may serve: a written input that overlaps
-another input, or itself (the entry points run those calls eagerly, or refuse them).
+:func:`runs_eagerly` says which patterns no plan may serve: a written input that shares memory
+with another input, or overlaps itself. Capture traces values (functionalization), so a write
+through one input is not seen through another: the entry points run such calls eagerly
+(``jit``, the backend) or refuse them (``optimize``). Read-only programs get a plan for any
+pattern.
 The per-call check (:func:`guard_source`) is one set of storage addresses in the common case.
 """
 
@@ -122,6 +123,12 @@ def _relation(x: torch.Tensor, y: torch.Tensor) -> tuple | None:
     return ("overlap", (gx, gy, delta, str(x.dtype), str(y.dtype)))
 
 
+def shares_memory(inputs: Sequence[Any]) -> bool:
+    """Do any two tensor inputs share memory, or does one overlap itself (all taken as written)?
+    Decided before capture, whose trace says which inputs are written."""
+    return bool(pattern(inputs, [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]))
+
+
 def written_positions(trace: Any) -> list[int]:
     """Positions of the trace's inputs that it writes back."""
     return [i for i, v in enumerate(trace.inputs) if any(v is b for b, _ in trace.writebacks)]
@@ -140,8 +147,8 @@ def runs_eagerly(pat: Pattern, written: Sequence[int]) -> str | None:
         if entry[1] == "self":
             return f"input {entry[0]} is written in place and overlaps itself"
         i, j = entry[0], entry[1]
-        if (i in w or j in w) and entry[2] != "identical":
-            return f"inputs {i} and {j} overlap and one of them is written in place"
+        if i in w or j in w:
+            return f"inputs {i} and {j} share memory and one of them is written in place"
     return None
 
 
@@ -184,4 +191,4 @@ def guard_source(tensor_inputs: Sequence[tuple[int, str]], written: Sequence[int
 
 
 __all__ = ["Pattern", "describe", "guard_source", "of_trace", "overlaps_itself", "pattern", "runs_eagerly",
-           "written_positions"]
+           "shares_memory", "written_positions"]

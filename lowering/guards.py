@@ -215,11 +215,12 @@ DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
 
 
 def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile_fn: bool = True,
-                   aliasing: Pattern = ()) -> Prologue:
+                   aliasing: Pattern = (), layouts: dict[int, tuple[tuple[int, ...], int]] | None = None) -> Prologue:
     """Generate and compile the guard prologue of ``trace`` (see the module docstring).
 
     ``aliasing``: the memory-sharing pattern of the inputs the plan was built for
-    (``aliasing.pattern``; empty: every tensor input has its own memory).
+    (``aliasing.pattern``; empty: every tensor input has its own memory). ``layouts``: input
+    position -> (strides, storage offset) the plan relies on (an output rebuilt as a view of it).
 
     ``hints`` (symbol name -> example value, as capture records them) are used only for
     symbols that no input binds directly (they appear only inside compound extents): those
@@ -310,6 +311,11 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                     f"{describe(aliasing, names)}; this call has {describe(got, names)}")
 
         check(cond, f"input aliasing: {describe(aliasing, names)}", tuple(i for i, _ in tensor_ins), explain)
+        flush()
+    for i, (stride, offset) in sorted((layouts or {}).items()):
+        v = ins[i]
+        check(f"{v.name}.stride() == {stride!r} and {v.name}.storage_offset() == {offset}",
+              f"{v.name} has strides {stride} and storage offset {offset} (a returned view of it is rebuilt)", (i,))
         flush()
     # 2. static extents, symbol binding, equalities
     deferred: list[tuple[Any, str, str, int]] = []  # (expr, python value, readable, input)

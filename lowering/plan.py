@@ -253,12 +253,15 @@ class Plan:
 
 
 def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = "auto",
-          checks: Sequence[DataCheck] = (), aliasing: Pattern = ()) -> Plan:
+          checks: Sequence[DataCheck] = (), aliasing: Pattern = (),
+          layouts: dict[int, tuple[tuple[int, ...], int]] | None = None) -> Plan:
     """Lower ``trace`` to an executable :class:`Plan` (see the module docstring).
 
     ``checks``: data checks to run before the first write (``checks.py``), besides the builtin ones.
     ``aliasing``: the memory-sharing pattern of the inputs it was traced on (``aliasing.pattern``),
-    which the prologue requires of every call."""
+    which the prologue requires of every call. ``layouts``: :func:`view_layouts` of the example
+    inputs (outputs that are views of inputs are rebuilt at eager's geometry; the prologue checks
+    those inputs keep their layout)."""
     t0 = time.perf_counter()
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
@@ -266,7 +269,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         cuda = any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda") for v in trace.inputs)
         executor = "nvfuser" if cuda and nvfuser_probe.probe().available else "reference"
     trace.lint()
-    prologue = build_prologue(trace, hints, compile_fn=False, aliasing=aliasing)
+    prologue = build_prologue(trace, hints, compile_fn=False, aliasing=aliasing, layouts=layouts)
     _check_bound(trace, set(prologue.symbols))
     steps, barrier = place_checks(partition(trace), [*builtin_checks(trace), *checks])
     wb = plan_writebacks(trace, steps, barrier)
@@ -380,7 +383,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         dead = sorted(nm for nm, j in last.items() if j == i and nm not in keep)
         if dead:
             body.append(f"del {', '.join(dead)}")
-    body += _output_aliasing(trace, wb.steps, rets, in_names, taken)
+    body += _output_aliasing(trace, wb.steps, rets, in_names, taken, layouts or {})
     body.append(f"return [{', '.join(rets)}]")
     head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:
@@ -433,7 +436,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     return plan
 
 
-def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str]) -> list[str]:
+def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],
+                     layouts: dict[int, Any]) -> list[str]:
     """Lines that make the returned tensors alias exactly as eager's do (``trace.output_aliases``;
     empty: every output fresh). Rewrites ``rets`` in place.
 
@@ -442,8 +446,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
       too (``return x * 2, x * 2`` is two tensors);
     - ``OutputAlias("output", j)``: the very object returned at position ``j``;
     - ``OutputAlias("input", i)``: input ``i`` itself when the plan's value lives in it with the
-      same shape (``x.add_(1); return x``); otherwise the plan's value (a torch view of the input
-      where the step computing it made one)."""
+      same shape (``x.add_(1); return x``); ``x.as_strided`` at eager's geometry where the input's
+      layout at capture is known (``layouts``: guarded by the prologue); otherwise the plan's value."""
     aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
     al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
     inputs = set(in_names)
@@ -470,8 +474,36 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
             if name != x and any(b is src for b, v in trace.writebacks if v is o) and tuple(
                     o.type.shape) == tuple(src.type.shape):
                 rets[k] = name = x
+            elif name != x and a.index in layouts and _concrete(a):
+                view = name + "_view"
+                while view in taken:
+                    view += "_"
+                taken.add(view)
+                lines.append(f"{view} = {x}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset!r})"
+                             f"  # eager returns this view of {x} (its layout is guarded)")
+                rets[k] = name = view
         seen.add(name)
     return lines
+
+
+def _concrete(a: Any) -> bool:
+    return all(isinstance(e, int) for e in (*(a.size or (None,)), *(a.stride or (None,)), a.storage_offset))
+
+
+def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[int, ...], int]]:
+    """The layouts (strides, storage offset) of the inputs an output is a view of, read from the
+    example ``inputs``: the plan rebuilds those views with ``as_strided`` at eager's geometry,
+    which is exact while the input keeps the layout (the prologue checks it)."""
+    out: dict[int, tuple[tuple[int, ...], int]] = {}
+    for a in trace.output_aliases:
+        if a is None or a.kind != "input" or not _concrete(a) or a.index >= len(inputs):
+            continue
+        x = inputs[a.index]
+        try:
+            out[a.index] = (tuple(int(s) for s in x.stride()), int(x.storage_offset()))
+        except Exception:  # noqa: BLE001 - symbolic layout: the plan's own value is returned
+            continue
+    return out
 
 
 def _check_bound(trace: Trace, bound: set[str]) -> None:

@@ -27,6 +27,7 @@ from satfuse.engine.session import Budget
 from satfuse.lowering import GuardError, lower
 from satfuse.lowering.aliasing import describe, runs_eagerly, written_positions
 from satfuse.lowering.aliasing import of_trace as aliasing_of
+from satfuse.lowering.plan import view_layouts
 from satfuse.rewrites import load_catalogue
 from satfuse.rewrites.packs import Catalogue, builtin_catalogue
 
@@ -280,18 +281,23 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwar
                             extractor=opts.extractor)
     timings.update({k: v for k, v in engine.timings.items()})
     t0 = time.perf_counter()
-    lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing)
+    layouts = view_layouts(engine.trace, _example_values(captured)) if captured is not None else None
+    lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing, layouts=layouts)
     timings["lower"] = time.perf_counter() - t0
     return Plan(lowered, captured, engine, timings, state if captured is not None else None, catalogue=cat,
                 fn=fn_or_trace if captured is not None else None, options=opts,
                 hidden=hidden if captured is not None else None)
 
 
+def _example_values(captured: Captured) -> list[Any]:
+    return [captured.leaves[i] for i in captured.input_leaf_positions]
+
+
 def _example_aliasing(captured: Captured) -> tuple:
     """The memory-sharing pattern of the example inputs: every call must have the same one
     (``lowering/aliasing.py``). A written input that overlaps itself or another input has no
     plan: eager writes memory element by element, a plan computes values."""
-    values = [captured.leaves[i] for i in captured.input_leaf_positions]
+    values = _example_values(captured)
     pat = aliasing_of(captured.trace, values)
     why = runs_eagerly(pat, written_positions(captured.trace))
     if why is not None:

@@ -36,7 +36,7 @@ import torch.utils._pytree as pytree
 from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
-from satfuse.lowering.aliasing import runs_eagerly, written_positions
+from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
 from satfuse.lowering.cache import Entry, PlanCache, fast_prologue
 from satfuse.lowering.guards import GuardError
 
@@ -123,13 +123,22 @@ class Jitted:
         from satfuse.engine.capture.graph import capture_symbolic
         from satfuse.engine.optimize import optimize_trace
         from satfuse.lowering import lower
+        from satfuse.lowering.plan import view_layouts
 
         opts = self.options
         hidden = hidden_state(self.fn)  # before tracing: the values the trace bakes in
         fn, dynamic = self.fn, self.dynamic
         if self.state:
             fn, dynamic = lift_state(self.fn, len(args) - len(self.state.names), self.state, self.dynamic)
-        cap = capture_symbolic(fn, *args, dynamic=dynamic, **kwargs)
+        try:
+            cap = capture_symbolic(fn, *args, dynamic=dynamic, **kwargs)
+        except Exception:
+            if not shares_memory(inputs):
+                raise
+            # inputs that share memory may be what capture refused (a write through one seen
+            # through another): such calls run eagerly
+            every = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
+            return Entry(check=_pattern_check(alias_pattern(inputs, every), every), plan=None, key=key)
         timings = {"capture": cap.seconds}
         aliasing = aliasing_of(cap.trace, inputs)
         if runs_eagerly(aliasing, written_positions(cap.trace)):
@@ -143,7 +152,8 @@ class Jitted:
                                 budget=opts.budget, extractor=opts.extractor)
         timings.update(engine.timings)
         t0 = time.perf_counter()
-        lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing)
+        lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing,
+                        layouts=view_layouts(engine.trace, inputs))
         timings["lower"] = time.perf_counter() - t0
         plan = Plan(lowered, cap, engine, timings)
         check = fast_prologue(lowered.prologue)  # guards the aliasing pattern too: another one recompiles
