@@ -177,3 +177,44 @@ def test_optimize_loss_closing_over_model(hf, name):
             p.add_(0.05 * torch.randn_like(p))
         want = loss(*batch.values())
         assert torch.allclose(plan(*batch.values()), want, atol=1e-5)
+
+
+def _padded_batch(hf, name):
+    batch = hf.make_batch(name, 8)
+    if "attention_mask" not in batch:  # GPT-2: pad the second row too
+        mask = torch.ones_like(batch["input_ids"])
+        mask[1, -3:] = 0
+        batch["attention_mask"] = mask
+    return batch
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("name,attn,mode", [
+    pytest.param(m, a, t, id=f"{m}-{a}-{t}")
+    for m, a, t in ([(m, a, t) for m in ("bert", "gpt2") for a in ("eager", "sdpa") for t in ("eval", "train")]
+                    if ALL else [("bert", "eager", "train"), ("gpt2", "sdpa", "eval")])])
+def test_optimize_padded_batch_and_functional_call(hf, name, attn, mode):
+    """Capture on functionalization takes HF's in-place mask and view writes: a loss over a padded
+    batch with its attention mask equals eager, after the weights change, and through
+    ``torch.func.functional_call``."""
+    model = hf.make_model(name, attn).train(mode == "train")
+    batch = _padded_batch(hf, name)
+    keys, vals = list(batch), list(batch.values())
+
+    def loss(*args):
+        return model(**dict(zip(keys, args))).loss
+
+    def floss(params, *args):
+        return torch.func.functional_call(model, params, kwargs=dict(zip(keys, args))).loss
+
+    plan = satfuse.optimize(loss, *vals)
+    with torch.no_grad():
+        torch.testing.assert_close(plan(*vals), loss(*vals), atol=1e-5, rtol=1e-5)
+        torch.manual_seed(1)
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+        torch.testing.assert_close(plan(*vals), loss(*vals), atol=1e-5, rtol=1e-5)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    fplan = satfuse.optimize(floss, params, *vals)
+    with torch.no_grad():
+        torch.testing.assert_close(fplan(params, *vals), floss(params, *vals), atol=1e-5, rtol=1e-5)

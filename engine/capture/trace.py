@@ -120,7 +120,10 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
         return flat_out
 
     try:
-        with mode, quiet_torch_tracing():
+        # ``torch.compiler.is_compiling()`` is True while we trace, as in torch.compile and
+        # non-strict export: libraries take their traceable path (HF's attention masks skip the
+        # data-dependent ``(mask == 1).all()`` shortcut)
+        with mode, quiet_torch_tracing(), torch.compiler._compile_session_context():
             fg = trace_functional(flat_fn, fakes, decomposition_table())
     except (IRError, SelfOverlapError):
         raise
