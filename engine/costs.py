@@ -50,7 +50,9 @@ LOOKUP_NEEDS_INPUT = frozenset({"take_along_axis", "index_select", "slice", "pad
 #: these never share a kernel with pointwise/reduction work (gather: ATen segment; scatter: greedy only);
 #: index_copy, index_put and the view scatters have no nvFuser op at all
 NOT_FUSIBLE = frozenset({"gather", "scatter", "index_copy", "index_put", "slice_scatter", "select_scatter",
-                         "diagonal_scatter"})
+                         "diagonal_scatter", "slice_scatter_", "index_copy_"})
+#: in-place writes into their first operand's buffer: they move only what they write
+IN_PLACE = frozenset({"slice_scatter_", "index_copy_"})
 #: ops that eager torch runs as views (no kernel, no bytes)
 EAGER_VIEWS = frozenset({"reshape", "squeeze", "permute", "broadcast_in_dim"})
 TARGETS = ("nvfuser", "eager")
@@ -96,6 +98,8 @@ class CostModel:
         if name is None and op != "Opaque":
             return 1e-3  # extents, lists, literals: cheap structure
         tensor_kids = [k for k in kids if k.is_tensor]
+        if name in IN_PLACE:  # read the written values (and index), write the values into the buffer
+            return LAUNCH + sum(k.bytes for k in tensor_kids[1:]) + tensor_kids[-1].bytes
         if self.target == "eager":
             if name in EAGER_VIEWS:
                 return 1e-3
@@ -270,6 +274,14 @@ def plan_traffic(steps: Iterable[Any], trace: Trace, hints: dict[str, int] | Non
                     t.moves.append(Move("write", v.name, str(v.type), var_bytes(v, hints), name, roles(v)))
             for buf, val in getattr(s, "aliases", ()):
                 t.moves.append(Move("write", buf.name, str(buf.type), var_bytes(val, hints), name, "writeback"))
+        elif kind == "fallback" and getattr(s, "in_place", None) is not None:
+            t.kernels += 1  # written in place: reads its operands but the buffer, writes what they hold
+            n, buf = s.node, s.in_place
+            for v in n.inputs()[1:]:
+                if v.is_tensor:
+                    t.moves.append(Move("read", v.name, str(v.type), var_bytes(v, hints), n.op, roles(v)))
+            written = n.inputs()[-1]  # the values written (last operand)
+            t.moves.append(Move("write", buf.name, str(buf.type), var_bytes(written, hints), n.op, "writeback"))
         elif kind == "fallback":
             t.kernels += 1
             n = s.node
@@ -288,6 +300,8 @@ def plan_traffic(steps: Iterable[Any], trace: Trace, hints: dict[str, int] | Non
             b = var_bytes(s.var, hints)
             t.moves.append(Move("read", s.var.name, str(s.var.type), b, "clone", roles(s.var)))
             t.moves.append(Move("write", s.name, str(s.var.type), b, "clone", "intermediate"))
+        elif kind == "check":
+            pass  # data checks read metadata (and small index tensors): no kernel of their own counted
         else:
             raise TypeError(f"unknown plan step {s!r} (kind {kind!r})")
     return t

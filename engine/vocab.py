@@ -88,10 +88,17 @@ _reg("gather", "index", ("T", "i", "T"), kw=())
 _reg("index_select", "index", ("T", "i", "T"), kw=())
 _reg("index_copy", "index", ("T", "i", "T", "T"), kw=())
 _reg("scatter", "index", ("T", "i", "T", "T"), kw=())
-# functionalized writes through views: the base with the view's elements replaced by src
-_reg("slice_scatter", "index", ("T", "T", "shape", "shape", "shape"), kw=("start_indices", "end_indices", "strides"))
-_reg("select_scatter", "index", ("T", "T", "i", "x"), kw=("dim", "index"))
-_reg("diagonal_scatter", "index", ("T", "T", "i", "i", "i"), kw=("offset", "dim1", "dim2"))
+# functionalized writes through views: the base with the view's elements replaced by src (kind
+# "update": the extents are fixed by the guards, so unlike an index op they never raise on data)
+_reg("slice_scatter", "update", ("T", "T", "shape", "shape", "shape"), kw=("start_indices", "end_indices", "strides"))
+_reg("select_scatter", "update", ("T", "T", "i", "x"), kw=("dim", "index"))
+_reg("diagonal_scatter", "update", ("T", "T", "i", "i", "i"), kw=("offset", "dim1", "dim2"))
+# the same values, as an in-place write into the base's buffer (INPLACE): a rule offers them where
+# the base is an input written back with the result, the cost model prefers them (only the written
+# elements move), and the lowering writes in place where no later step reads the old value
+_reg("slice_scatter_", "update", ("T", "T", "shape", "shape", "shape"), kw=("start_indices", "end_indices", "strides"),
+     egg="SliceScatterInPlace")
+_reg("index_copy_", "index", ("T", "i", "T", "T"), kw=(), egg="IndexCopyInPlace")
 _reg("index_put", "index", ("T", "Ts", "T", "i"), kw=("accumulate",))
 # dst's value after ``dst.copy_(src)``: src cast to dst's dtype and broadcast to its shape
 _reg("copy_", "inplace", ("T", "T"), egg="Copy")
@@ -254,7 +261,8 @@ def infer(op: str, args: tuple, device: str | None = None) -> TensorType:
             return x.type
         dim %= x.type.rank
         return x.type.with_(shape=x.type.shape[:dim] + (idx.type.shape[0] if idx.type.rank else 1,) + x.type.shape[dim + 1:])
-    if op in ("index_copy", "scatter", "copy_", "slice_scatter", "select_scatter", "diagonal_scatter", "index_put"):
+    if op in ("index_copy", "scatter", "copy_", "slice_scatter", "select_scatter", "diagonal_scatter", "index_put",
+              "slice_scatter_", "index_copy_"):
         return args[0].type
     raise IRError(f"infer: no rule for {op}")
 
@@ -382,11 +390,22 @@ IMPLS: dict[str, Callable] = {
     "index_copy": torch.index_copy,
     "scatter": _scatter,
     "slice_scatter": _slice_scatter,
+    "slice_scatter_": _slice_scatter,
+    "index_copy_": torch.index_copy,
     "select_scatter": torch.select_scatter,
     "diagonal_scatter": torch.diagonal_scatter,
     "index_put": lambda x, idx, v, acc: torch.index_put(x, tuple(idx), v, bool(acc)),
     "copy_": _copy,
 }
+
+
+def _slice_write(x: torch.Tensor, src: torch.Tensor, starts, ends, strides) -> torch.Tensor:
+    x[tuple(slice(s, e, st) for s, e, st in zip(starts, ends, strides))] = src
+    return x
+
+
+#: in-place execution of the INPLACE ops: writes into the first operand's buffer and returns it
+INPLACE = {"slice_scatter_": _slice_write, "index_copy_": lambda x, dim, idx, src: x.index_copy_(dim, idx, src)}
 
 CREATION = ("iota", "full")
 

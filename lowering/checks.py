@@ -110,8 +110,15 @@ def _aten_name(op: str) -> str:
     return parts[1] if len(parts) > 1 else op
 
 
+#: index ops whose index range a builtin check tests before the first write (so the op itself
+#: cannot raise, and may write a caller's buffer in place: a KV-cache ``index_copy_``)
+CHECKED_INDEX = frozenset({"index_copy_"})
+
+
 def can_raise(node: Node) -> str | None:
     """Why running ``node`` can raise on data the guards do not fix (None: it cannot)."""
+    if node.op in CHECKED_INDEX:
+        return None
     if node.op in INDEX_OPS:
         return f"{node.op} raises on an out-of-range index"
     if is_opaque(node.op):
@@ -140,14 +147,23 @@ def step_can_raise(step: Any) -> str | None:
 def builtin_checks(trace: Trace) -> list[DataCheck]:
     """Checks every plan gets: no input written in place is a leaf that requires grad while grad
     mode is on (eager's in-place op raises RuntimeError before writing). One line for all."""
+    out = [_index_range(n) for n in trace.nodes if n.op in CHECKED_INDEX]
     bufs = tuple(b for b, _ in trace.writebacks)
     if not bufs:
-        return []
+        return out
     leaf = " or ".join(f"{{{i}}}.requires_grad and {{{i}}}.is_leaf" for i in range(len(bufs)))
     names = ", ".join(b.name for b in bufs)
     return [DataCheck(f"not ({leaf}) or not torch.is_grad_enabled()", bufs, RuntimeError,
                       f"a leaf Variable that requires grad is being used in an in-place operation ({names}).",
-                      "builtin")]
+                      "builtin"), *out]
+
+
+def _index_range(n: Node) -> DataCheck:
+    """``x.index_copy_(dim, idx, src)``: every index in ``[0, x.shape[dim])``, as eager checks."""
+    x, dim, idx, _src = n.args
+    return DataCheck("{1}.numel() == 0 or (int({1}.min()) >= 0 and int({1}.max()) < {2})",
+                     (x, idx, x.type.shape[dim]), IndexError,
+                     f"index_copy_(): index out of bounds for dimension {dim} of {x.name}", "builtin")
 
 
 def place_checks(steps: list[Any], checks: Sequence[DataCheck]) -> tuple[list[Any], int]:

@@ -35,7 +35,7 @@ import torch
 from satfuse.engine import log
 from satfuse.engine.ir import IRError, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
-from satfuse.engine.vocab import IMPLS, is_opaque
+from satfuse.engine.vocab import IMPLS, INPLACE, is_opaque
 
 from . import frontend_ref, nvfuser_probe
 from .aliasing import Pattern
@@ -57,14 +57,16 @@ class SegmentError(RuntimeError):
 
 
 class _Eager:
-    """``eager.<op>(...)``: the torch meaning of a vocabulary op (fallback steps)."""
+    """``eager.<op>(...)``: the torch meaning of a vocabulary op (fallback steps);
+    ``inplace.<op>(buf, ...)``: an INPLACE op writing into ``buf`` (``writeback.py`` decides)."""
 
-    def __init__(self) -> None:
-        for k, f in IMPLS.items():
+    def __init__(self, impls: dict) -> None:
+        for k, f in impls.items():
             setattr(self, k, f)
 
 
-EAGER = _Eager()
+EAGER = _Eager(IMPLS)
+IN_PLACE = _Eager(INPLACE)
 
 
 # ---------------------------------------------------------------------- segment runners
@@ -225,6 +227,7 @@ class Plan:
             "fallback_kinds": dict(Counter(s.node.op for s in fb)),
             "aliased_writebacks": sum(len(s.aliases) for s in self.segments),
             "copy_writebacks": sum(1 for s in self.steps if isinstance(s, WriteCopy)),
+            "in_place_writebacks": sum(1 for s in fb if s.in_place is not None),
             "clones": sum(1 for s in self.steps if isinstance(s, Clone)),
             "guards": len(self.prologue.checks),
             "executor": self.executor,
@@ -276,7 +279,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     segments = [s for s in wb.steps if isinstance(s, Segment)]
 
     # names: Vars keep theirs unless they clash with the program's globals
-    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inputs", "env", "float", "int",
+    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "inputs", "env", "float", "int",
                   "max", "min", "math"} | {s.name for s in segments} | set(prologue.glob)
     taken = {v.name for v in trace.inputs} | {o.name for n in trace.nodes for o in n.outs}
     local_names: dict[int, str] = {}
@@ -341,7 +344,11 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                 parts = [r.value(a) for a in n.args]
                 if n.op in ("iota", "full"):
                     parts.append(f"device={n.out.type.device!r}")
-                lines.append(f"{', '.join(defs)} = eager.{n.op}({', '.join(parts)})  # fallback: {_brief(step.reason)}")
+                if step.in_place is not None:
+                    lines.append(f"{', '.join(defs)} = inplace.{n.op}({', '.join(parts)})  # written in place: "
+                                 f"{local(step.in_place)} now holds {n.out.name}")
+                else:
+                    lines.append(f"{', '.join(defs)} = eager.{n.op}({', '.join(parts)})  # fallback: {_brief(step.reason)}")
         elif isinstance(step, WriteCopy):
             reads |= {local(step.buf), step.src}
             lines.append(f"{local(step.buf)}.copy_({step.src})  # write-back {step.buf.name} <- {step.val.name}: "
@@ -418,7 +425,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     glob: dict[str, Any] = {}
     glob.update(prologue.glob)
     glob.update({"fusion": fusion, "DataType": fe.DataType, "torch": torch,
-                 "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "__name__": "satfuse_plan"})
+                 "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "inplace": IN_PLACE, "__name__": "satfuse_plan"})
     glob.update(consts)
     for k, err in glob_errors.items():
         if glob.setdefault(k, err) is not err:

@@ -57,6 +57,7 @@ class Fallback:
 
     node: Node
     reason: str
+    in_place: Var | None = None  # the caller's buffer it writes in place (writeback.py decides)
     kind = "fallback"
 
     @property

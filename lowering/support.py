@@ -84,6 +84,8 @@ _row("index_copy", False, None, OPS_CPP, note="nvFuser has no index_copy/index_p
 for _n in ("slice_scatter", "select_scatter", "diagonal_scatter"):
     _row(_n, False, None, OPS_CPP, note=f"nvFuser has no {_n} binding (a slice write-back is an in-place write)")
 _row("index_put", False, None, OPS_CPP, note="nvFuser has no index_copy/index_put binding")
+_row("slice_scatter_", False, None, OPS_CPP, note="an in-place write into the caller's buffer (a torch call)")
+_row("index_copy_", False, None, OPS_CPP, note="an in-place write into the caller's buffer (a torch call)")
 _row("copy_", True, "cast", NOTES + " (in-place write-back: set + add_output(alias_input=))",
      note="dst's value after dst.copy_(src): cast + broadcast of src")
 

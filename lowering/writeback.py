@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from satfuse.engine.ir import Node, TensorType, Trace, Var
-from satfuse.engine.vocab import BINARY, UNARY
+from satfuse.engine.vocab import BINARY, INPLACE, UNARY
 
 from .checks import CheckStep
 from .emit import _same
@@ -197,6 +197,20 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
         last = max(reads, default=-1.0)
         p = producer.get(id(v))
         why = None
+        fb = steps[p] if p is not None and isinstance(steps[p], Fallback) else None
+        if fb is not None and fb.node.op in INPLACE and fb.node.args[0] is b:
+            why = _in_place_refusal(fb, b, last, p, barrier, al, v)
+            if why is None:
+                fb.in_place = b
+                lives_in[id(v)] = b
+                decisions[b.name] = f"written in place by {fb.node.op} (only the written elements move)"
+                write_at = p - 0.5
+                for o in trace.outputs:
+                    if isinstance(o, Var) and id(b) in al.get(id(o), frozenset()) and id(o) not in lives_in:
+                        nm = fresh(o.name)
+                        inserts.append((write_at, 1, Clone(o, nm, f"{b.name} is written after this output is taken")))
+                        src_name.setdefault(id(o), nm)
+                continue
         if p is None:
             why = "its value is not computed by a segment"
         elif not isinstance(steps[p], Segment):
@@ -259,6 +273,21 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
             k += 1
     new_steps.extend(t[2] for t in inserts[k:])
     return WritebackPlan(new_steps, decisions, lives_in, out_names)
+
+
+def _in_place_refusal(fb: Fallback, b: Var, last: float, p: int, barrier: int, al: dict, v: Var) -> str | None:
+    """None when ``fb`` (an INPLACE op on ``b``) may write ``b`` in place: nothing reads the old
+    value after it, nothing before it may raise, and no other operand shares ``b``'s storage."""
+    if last > p:
+        return "the old value is read later"
+    if p <= barrier:
+        return "a step that may raise runs later: nothing is written before it"
+    if al.get(id(v)):
+        return "its value may share storage with an input"
+    for a in fb.node.inputs()[1:]:
+        if id(b) in al.get(id(a), frozenset()):
+            return f"{a.name} may share {b.name}'s storage"
+    return None
 
 
 def _step_label(s: Any) -> str:

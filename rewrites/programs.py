@@ -229,6 +229,13 @@ def split3_cat(a, dim0, dim1):
     return torch.cat(torch.split(a, (dim0, dim1, a.size(2) - dim0 - dim1), 2), 2) * 2
 
 
+def kv_slice_write(cache, new):
+    """a KV-cache decode step by slice assignment: functionalized to a slice_scatter written back,
+    which functionalize/slice-write-in-place turns into a write of the slice only."""
+    cache[:, 2:4] = new
+    return cache.sum(-1)
+
+
 def tail_slice(x):
     """x[:, -3:] under dynamic shapes: start max(0, n - 3)."""
     return x[:, -3:] * 2
@@ -291,6 +298,8 @@ CASES: list[Case] = [
     Case("self_copy", self_copy, lambda: (torch.randn(3, generator=_gen(31)), torch.randn(3, generator=_gen(32)))),
     Case("split_whole", split_whole, lambda: (torch.randn(3, 8, generator=_gen(33)),)),
     Case("split3_cat", split3_cat, lambda: (torch.randn(2, 3, 10, generator=_gen(34)), 3, 4), dynamic=True),
+    Case("kv_slice_write", kv_slice_write, lambda: (torch.randn(2, 8, 4, generator=_gen(80)),
+                                                   torch.randn(2, 2, 4, generator=_gen(81)))),
     Case("tail_slice", tail_slice, lambda: (torch.randn(3, 8, generator=_gen(35)),), dynamic=True),
     Case("inner_slice", inner_slice, lambda: (torch.randn(3, 8, generator=_gen(36)),), dynamic=True),
     Case("expand_ops", expand_ops, lambda: (torch.randn(4, 6, generator=_gen(37)), torch.randn(4, 1, generator=_gen(38)))),

@@ -124,7 +124,7 @@ def test_plan_traffic_of_a_lowered_plan():
     # gather does not fuse: sub1 crosses a boundary (written, then read by the gather)
     assert [m.var for m in tr.intermediates()] == ["sub1"]
     assert tr.total > minimum_traffic(t).total
-    assert tr.kernels == len(plan.steps)
+    assert tr.kernels == sum(1 for s in plan.steps if s.kind != "check")  # a data check is no kernel
 
 
 def test_adam_plan_moves_the_minimum():

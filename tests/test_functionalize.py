@@ -220,3 +220,62 @@ def test_concurrent_optimize_from_eight_threads():
     torch._dynamo.reset()
     cf = torch.compile(lambda x: x.sin() + 1, backend="satfuse")
     torch.testing.assert_close(cf(torch.ones(3)), torch.ones(3).sin() + 1)
+
+
+# ---------------------------------------------------------------------- KV-cache decode steps
+
+
+def kv_step_slice(cache, new, pos: int):
+    cache[:, pos:pos + 2] = new
+    return torch.softmax(cache.sum(-1), -1)
+
+
+def kv_step_narrow(k, src, pos: int):
+    k.narrow(1, pos, 2).copy_(src)
+    return torch.softmax(k.sum(-1), -1)
+
+
+def kv_step_index_copy(cache, idx, new):
+    cache.index_copy_(1, idx, new)
+    return torch.softmax(cache.sum(-1), -1)
+
+
+def _kv_calls(fn, step):
+    new = torch.randn(2, 2, 4, generator=torch.Generator().manual_seed(step))
+    if fn is kv_step_index_copy:
+        return [torch.tensor([2 * step, 2 * step + 1]), new]
+    return [new, 2 * step]
+
+
+@pytest.mark.parametrize("fn", [kv_step_slice, kv_step_narrow, kv_step_index_copy])
+def test_kv_cache_steps_write_only_the_slice(fn):
+    """Several decode steps in a row equal eager (outputs and the cache), and the cache write is
+    an in-place write of the new rows (functionalize/*-in-place + the cost model): the plan's
+    modeled bytes for it are the slice's, not the cache's."""
+    cache = torch.zeros(2, 64, 4)
+    dynamic = [2] if fn is not kv_step_index_copy else False
+    plan = satfuse.optimize(fn, cache.clone(), *_kv_calls(fn, 0), options={"dynamic": dynamic})
+    mine, ref = cache.clone(), cache.clone()
+    for step in range(4):
+        args = _kv_calls(fn, step)
+        _same(plan(mine, *args), fn(ref, *args))
+        assert torch.equal(mine, ref)
+    assert plan.lowered.stats()["in_place_writebacks"] == 1, plan
+    from satfuse.engine.costs import plan_traffic
+
+    traffic = plan_traffic(plan.lowered.steps, plan.lowered.trace, plan.captured.symbol_hints)
+    buf = plan.lowered.trace.inputs[0].name
+    cache_writes = [m for m in traffic.moves if m.kind == "write" and m.var == buf]
+    assert [m.bytes for m in cache_writes] == [2 * 2 * 4 * 4], traffic.table()  # the [2, 2, 4] slice
+    assert f"{buf}: written in place by" in str(plan)
+    assert plan.explain().splitlines()[1].split()[0] in ("slice_scatter_", "index_copy_")  # the table's first step
+
+
+def test_kv_cache_index_out_of_range_raises_before_writing():
+    cache = torch.zeros(2, 8, 4)
+    plan = satfuse.optimize(kv_step_index_copy, cache.clone(), torch.tensor([0, 1]), torch.randn(2, 2, 4))
+    with pytest.raises(IndexError):
+        kv_step_index_copy(cache.clone(), torch.tensor([3, 9]), torch.randn(2, 2, 4))
+    with pytest.raises(IndexError):
+        plan(cache, torch.tensor([3, 9]), torch.randn(2, 2, 4))
+    assert torch.equal(cache, torch.zeros(2, 8, 4))

@@ -38,12 +38,15 @@ def prologue(inputs):
     # y: i64[8]
     if not (isinstance(y, Tensor) and y.dtype is dt_i64 and y.is_cpu and y.dim() == 1):
         fail(2, locals())
+    # input aliasing: no two inputs share memory
+    if not (((len({x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()}) == 2) or _alias_pattern(inputs, ()) == _expected_aliasing)):
+        fail(3, locals())
     # x.shape == (8, 16)
     if not (x.shape == (8, 16)):
-        fail(3, locals())
+        fail(4, locals())
     # y.shape == (8,)
     if not (y.shape == (8,)):
-        fail(4, locals())
+        fail(5, locals())
     return {}
 
 @fusion
@@ -89,26 +92,18 @@ def computation(inputs, env=None):
 KV_PLAN_BODY = '''\
 @fusion
 def seg0(fd):
-    """seg0: 5 ops (copy_, copy_, full, full, where)"""
-    index_copy0 = fd.define_tensor(shape=[1, 4, 2, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
-    index_copy2 = fd.define_tensor(shape=[1, 4, 3, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
-    k = fd.define_tensor(shape=[1, 4, 3, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
+    """seg0: 3 ops (full, full, where)"""
     mask = fd.define_tensor(shape=[1, 1, 2, 3], contiguity=[None, None, True, True], dtype=DataType.Bool)
-    q = fd.define_tensor(shape=[1, 4, 2, 16], contiguity=[None, True, True, True], dtype=DataType.Float)
-    q1 = fd.ops.set(index_copy0)
-    k3 = fd.ops.set(index_copy2)
     scalar_tensor = fd.ops.full(shape=[], fill_value=float('-inf'), dtype=DataType.Float)
     scalar_tensor_1 = fd.ops.full(shape=[], fill_value=0.0, dtype=DataType.Float)
     scalar_tensor_1_b = fd.ops.broadcast_in_dim(scalar_tensor_1, shape=[1, 1, 2, 3], broadcast_dims=[])
     scalar_tensor_b = fd.ops.broadcast_in_dim(scalar_tensor, shape=[1, 1, 2, 3], broadcast_dims=[])
-    where4 = fd.ops.where(mask, scalar_tensor_1_b, scalar_tensor_b)
-    fd.add_output(where4)
-    fd.add_output(q1, alias_input=q)
-    fd.add_output(k3, alias_input=k)
+    where2 = fd.ops.where(mask, scalar_tensor_1_b, scalar_tensor_b)
+    fd.add_output(where2)
 
 # write-backs:
-#   q: aliased in seg0 (add_output alias_input=q)
-#   k: aliased in seg0 (add_output alias_input=k)
+#   q: copy after index_copy1 = index_copy: its value comes from the torch call index_copy
+#   k: copy after index_copy1 = index_copy: its value comes from the torch call index_copy
 
 def computation(inputs, env=None):
     if env is None:
@@ -116,13 +111,12 @@ def computation(inputs, env=None):
     q, k, v, mask, idx, src = inputs
     if not (not (q.requires_grad and q.is_leaf or k.requires_grad and k.is_leaf) or not torch.is_grad_enabled()): raise RuntimeError('a leaf Variable that requires grad is being used in an in-place operation (q, k).')  # check (builtin)
     index_copy0 = eager.index_copy(q, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
-    index_copy2 = eager.index_copy(k, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
-    [where4] = seg0.execute([index_copy0, index_copy2, k, mask, q])
-    q1 = q  # q now holds q1 (written in place by seg0)
-    k3 = k  # k now holds k3 (written in place by seg0)
-    del index_copy0, index_copy2
-    _scaled_dot_product_flash_attention_for_cpu, _scaled_dot_product_flash_attention_for_cpu5 = aten._scaled_dot_product_flash_attention_for_cpu.default(q1, k3, v, attn_mask=where4)  # fallback: opaque torch op
-    del _scaled_dot_product_flash_attention_for_cpu5, k3, q1, where4
+    index_copy1 = eager.index_copy(k, 2, idx, src)  # fallback: nvFuser has no index_copy/index_put binding (NVIDIA/Fuser python/python_direct/ops.cpp)
+    q.copy_(index_copy0)  # write-back q <- index_copy0: its value comes from the torch call index_copy
+    k.copy_(index_copy1)  # write-back k <- index_copy1: its value comes from the torch call index_copy
+    [where2] = seg0.execute([mask])
+    _scaled_dot_product_flash_attention_for_cpu, _scaled_dot_product_flash_attention_for_cpu3 = aten._scaled_dot_product_flash_attention_for_cpu.default(index_copy0, index_copy1, v, attn_mask=where2)  # fallback: opaque torch op
+    del _scaled_dot_product_flash_attention_for_cpu3, index_copy0, index_copy1, where2
     return [_scaled_dot_product_flash_attention_for_cpu]
 '''
 

@@ -334,9 +334,11 @@ def test_self_copy_writes_nothing(runs):
 
 
 def test_kv_cache_writebacks_are_the_index_copies(runs):
+    """Extraction prefers the in-place form (only the copied rows move); the lowering writes in
+    place where the plan allows it (see test_lowering's KV-cache tests)."""
     plan = runs["kv_cache"].result.trace
     ops = [n.op for n in plan.nodes]
-    assert "copy_" not in ops and ops.count("index_copy") == 2, plan
+    assert "copy_" not in ops and ops.count("index_copy_") == 2, plan
     assert {b.name for b, _ in plan.writebacks} == {"q", "k"}
 
 
@@ -381,3 +383,10 @@ def test_tail_slice_start_drops_the_max(runs):
 def test_full_slice_and_reshape_roundtrip_disappear(runs):
     assert [n.op for n in runs["split_whole"].result.trace.nodes] == ["mul"]
     assert [n.op for n in runs["reshape_roundtrip"].result.trace.nodes] == ["add"]
+
+
+def test_kv_slice_write_becomes_an_in_place_slice_write(runs):
+    plan = runs["kv_slice_write"].result.trace
+    ops = [n.op for n in plan.nodes]
+    assert "slice_scatter_" in ops and "slice_scatter" not in ops, plan
+    assert [b.name for b, _ in plan.writebacks] == ["cache"]
