@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from .egraph import EGraphView, dim_value, list_value
-from .ir import IRError, Namespace, Node, TensorType, Trace, Var
+from .extract import smallest_terms
+from .ir import IRError, Namespace, Node, Obligation, TensorType, Trace, Var
 from .terms import Encoding, Slot
 from .vocab import OPS, infer
 
@@ -177,7 +178,37 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
         if not isinstance(val, Var):
             raise IRError(f"decode: write-back of {buf.name} became a constant")
         writebacks.append((buf, val))
+    obligations = chosen_obligations(d)
     tr = Trace(list(original.inputs), d.nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
-               output_aliases=list(original.output_aliases))
+               output_aliases=list(original.output_aliases), index_ops=dict(original.index_ops),
+               obligations=obligations)
     tr.lint()
     return tr
+
+
+def chosen_obligations(d: Decoder) -> list[Obligation]:
+    """The obligations (rules/lang.egg) attached to classes the plan computes: a row counts only
+    when its class was decoded, i.e. reached from a root through the chosen nodes. Rows with the
+    same kind and arguments (one mask introduced by two rules) become one, naming every rule."""
+    view = d.view
+    smallest: dict[str, str] = {}
+
+    def dim(cid: str) -> Any:  # an extent: the chosen term, else the smallest one
+        if cid in d.choice:
+            return d.dim(cid)
+        if not smallest:
+            smallest.update(smallest_terms(view))
+        return dim_value(view, smallest, cid)
+
+    found: dict[tuple, tuple[str, tuple, list[str], str]] = {}
+    for rel, (new, kind_c, rule_c, a, b) in view.obligations:
+        if new not in d.memo:
+            continue  # not chosen: the plan never relies on it
+        kind, rule = view.literal(kind_c), view.literal(rule_c)
+        args = (d.value(a), dim(b)) if rel == "obligation" else (dim(a), dim(b))
+        key = (kind, *(id(x) if isinstance(x, Var) else x for x in args))
+        op = d.orig.index_ops.get(d.class_name.get(a, ""), "") if rel == "obligation" else ""
+        entry = found.setdefault(key, (kind, args, [], op))
+        if rule not in entry[2]:
+            entry[2].append(rule)
+    return [Obligation(kind, tuple(rules), args, op) for kind, args, rules, op in found.values()]

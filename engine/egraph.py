@@ -17,6 +17,8 @@ from .schema import ANALYSES, LIST_NIL, RELATIONS
 ANALYSIS_OPS = ANALYSES | RELATIONS
 #: the analyses extraction reads (a class's shape and dtype); the session may delete the others' rows
 READ_BY_EXTRACTION = frozenset({"shape", "dtype"})
+#: lang.egg's obligation relations: their rows are read (facts about classes the plan relies on)
+OBLIGATION_OPS = frozenset({"obligation", "dim-obligation"})
 
 
 @dataclass(slots=True)
@@ -35,6 +37,8 @@ class EGraphView:
     shape_of: dict[str, str] = field(default_factory=dict)  # T class -> DL class
     dtype_of: dict[str, str] = field(default_factory=dict)  # T class -> dtype name
     parents: dict[str, list[str]] = field(default_factory=dict)
+    #: rows of the obligation relations: (relation, argument classes)
+    obligations: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict) -> "EGraphView":
@@ -48,6 +52,8 @@ class EGraphView:
         for nid, n in raw.items():
             op = n["op"]
             if class_type.get(n["eclass"], "").startswith("@"):
+                if op in OBLIGATION_OPS:
+                    view.obligations.append((op, tuple(node_class[c] for c in n["children"])))
                 continue  # a relation's row (egglog gives each relation its own @...Sort): a fact, not a term
             kids = tuple(node_class[c] for c in n["children"])
             if op in ANALYSIS_OPS:

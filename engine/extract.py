@@ -69,7 +69,7 @@ class Extraction:
 
 def class_infos(view: EGraphView, hints: dict[str, int], input_classes: set[str], default: int = 1024) -> dict[str, ClassInfo]:
     """Size of every tensor class from the shape analysis (cheapest Dim term per extent)."""
-    size_choice = _smallest_terms(view)
+    size_choice = smallest_terms(view)
     numel_of: dict[str, int] = {}  # per shape class: tensors share them
     infos: dict[str, ClassInfo] = {}
     for cid, ty in view.class_type.items():
@@ -102,7 +102,7 @@ def _numel(view: EGraphView, size_choice: Choice, dl: str, hints: dict[str, int]
     return n
 
 
-def _smallest_terms(view: EGraphView) -> Choice:
+def smallest_terms(view: EGraphView) -> Choice:
     """Tree-size extraction for structure classes (Dim, DL, ...): used to read sizes.
 
     A worklist over parents (a class that improves re-examines the nodes using it). Only

@@ -114,6 +114,30 @@ class ScalarType:
 Type = Union[TensorType, ScalarType]
 
 
+#: obligation kinds checked on tensor values (before any write); the others are shape facts
+DATA_OBLIGATIONS = frozenset({"index-in-range"})
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """A condition the rewrites behind a plan rely on and the e-graph could not prove, stated
+    by the rules as data (rules/lang.egg's ``obligation`` relations); lowering checks each.
+
+    ``index-in-range``: ``args = (index Var, extent)``, every element in ``[0, extent)``;
+    ``le``: ``args = (a, b)`` extents with ``a <= b``. ``rules``: the rules that stated it.
+    ``eager_op``: for an index, the eager op whose bounds check the program relied on
+    (capture records it: ``Trace.index_ops``), so the plan raises what eager raises."""
+
+    kind: str
+    rules: tuple[str, ...]
+    args: tuple
+    eager_op: str = ""
+
+    @property
+    def is_data(self) -> bool:
+        return self.kind in DATA_OBLIGATIONS
+
+
 @dataclass(frozen=True)
 class OutputAlias:
     """How one program output aliases in eager PyTorch (capture records it from functionalization's
@@ -199,6 +223,11 @@ class Trace:
     guards: list[sympy.Basic] = field(default_factory=list)
     #: per output, how eager's result aliases (None: fresh); empty means "not recorded" (all fresh)
     output_aliases: list[OutputAlias | None] = field(default_factory=list)
+    #: index value name -> the eager op that reads it as an index and checks its bounds
+    #: (capture: ``aten.nll_loss_forward`` for cross-entropy's targets, else ``aten.gather`` ...)
+    index_ops: dict[str, str] = field(default_factory=dict)
+    #: what the rewrites behind this trace rely on (engine/decode.py fills it; lowering checks it)
+    obligations: list[Obligation] = field(default_factory=list)
     name: str = "computation"
     provenance: str = ""
 

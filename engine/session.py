@@ -22,7 +22,7 @@ from typing import Any, Sequence
 os.environ.setdefault("RUST_BACKTRACE", "0")
 
 from .bindings import bindings  # noqa: E402
-from .egraph import READ_BY_EXTRACTION  # noqa: E402
+from .egraph import OBLIGATION_OPS, READ_BY_EXTRACTION  # noqa: E402
 from .loader import LOADER_PATH, loader_program, tables, tsv  # noqa: E402
 from .schema import ANALYSES, DECLS  # noqa: E402
 from .terms import encode  # noqa: E402
@@ -143,6 +143,8 @@ def _cleanup_program(sources: Sequence[Source]) -> str:
     rules = ["(ruleset satfuse-cleanup)"]
     for src in sources:
         for name, sorts in _RELATION.findall(src.text):
+            if name in OBLIGATION_OPS:
+                continue  # extraction reads them
             vs = " ".join(f"c{i}" for i in range(len(sorts.split())))
             rules.append(f"(rule (({name} {vs})) ((delete ({name} {vs}))) :ruleset satfuse-cleanup)")
     for name, n in _ANALYSIS_TERMS.items():

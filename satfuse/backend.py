@@ -151,10 +151,15 @@ class _Backend:
             from torch._dynamo.backends.common import aot_autograd
 
             from satfuse.engine.capture import decomposition_table
+            from satfuse.engine.capture.eager_checks import CHECKS
 
             fw = self._boxed("forward")
             bw = self._boxed("backward")
-            return aot_autograd(fw_compiler=fw, bw_compiler=bw, decompositions=decomposition_table())(gm, example_inputs)
+            # ops whose eager checks capture restores (eager_checks.py, Builder.reads_index) stay whole
+            # in AOTAutograd's graphs: our own re-trace decomposes them and sees where indices come from
+            table = {op: f for op, f in decomposition_table().items()
+                     if getattr(op, "_overloadpacket", None) not in CHECKS}
+            return aot_autograd(fw_compiler=fw, bw_compiler=bw, decompositions=table)(gm, example_inputs)
         return self.compile_graph(gm, example_inputs, "inference", meta_key="example_value")
 
     def _boxed(self, kind: str) -> Callable:

@@ -37,6 +37,16 @@ class Builder:
     def __call__(self, op: str, *args: Any, hint: str | None = None) -> Var:
         return self.c.emit(op, tuple(args), self.n, hint=hint or self.n.name.rstrip("_0123456789") or op)
 
+    def reads_index(self, idx: Any) -> Any:
+        """Record which eager op bounds-checks ``idx``: the op this node was decomposed from
+        (``meta['original_aten']``, e.g. nll_loss for cross-entropy's gather), else its own.
+        A plan whose rewrites drop that check raises what this op raises (lowering/obligations.py)."""
+        if isinstance(idx, Var):
+            src = self.n.meta.get("original_aten") or self.n.target
+            src = getattr(src, "_overloadpacket", src)
+            self.c.trace.index_ops.setdefault(idx.name, f"aten.{getattr(src, '__name__', src)}")
+        return idx
+
     def result(self, v: Var) -> Var:
         """Cast ``v`` to the dtype torch says the node produces (type promotion safety net)."""
         if self.out_type is not None and isinstance(v.type, TensorType) and v.type.dtype != self.out_type.dtype:
@@ -447,7 +457,7 @@ def _gather(b: Builder, x: Any, dim: int, idx: Any, sparse_grad: bool = False) -
     if _rank(x) == 0:  # 0-d source: gather from its 1-element view, shaped like the index
         g = b("gather", b("reshape", x, (1,)), 0, b("reshape", idx, (prod_extents(idx.type.shape),)))
         return b("reshape", g, tuple(b.out_type.shape))
-    return b("gather", x, dim % max(_rank(x), 1), idx)
+    return b("gather", x, dim % max(_rank(x), 1), b.reads_index(idx))
 
 
 @reg(aten.index_select)
@@ -472,7 +482,7 @@ def _index_copy(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
 
 @reg(aten.scatter.src, aten.scatter.value)
 def _scatter(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
-    return b("scatter", x, dim % max(_rank(x), 1), idx, src)
+    return b("scatter", x, dim % max(_rank(x), 1), b.reads_index(idx), src)
 
 
 # ---------------------------------------------------------------- writes, functionalized

@@ -29,6 +29,7 @@ import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch._aot_autograd.functional_utils import from_fun, has_data_mutation, to_fun
 from torch._subclasses.functional_tensor import FunctionalTensorMode
+import torch.fx.traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -129,7 +130,8 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         else:
             aliases.append(None)
     mutated = [i for i, info in enumerate(meta.input_info) if info.mutates_data]
-    with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True):
+    # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index)
+    with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True), fx_traceback.preserve_node_meta():
         gm = make_fx(_functionalized(flat_fn), tracing_mode="real", decomposition_table=decompositions)(*fakes)
     return FunctionalGraph(gm, mutated, aliases)
 

@@ -27,6 +27,7 @@ from ..log import quiet_torch_tracing
 from .convert import CaptureError, Converter
 from .functional import TRACING, MetadataMutationError, SelfOverlapError, trace_functional
 from .symbols import range_guards
+from .eager_checks import EagerRefusal, with_eager_checks
 
 aten = torch.ops.aten
 
@@ -45,7 +46,7 @@ DECOMPOSE = [
 
 
 def decomposition_table() -> dict:
-    return get_decompositions(DECOMPOSE)
+    return with_eager_checks(get_decompositions(DECOMPOSE))
 
 
 @dataclass
@@ -125,7 +126,7 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
         # data-dependent ``(mask == 1).all()`` shortcut)
         with mode, quiet_torch_tracing(), torch.compiler._compile_session_context():
             fg = trace_functional(flat_fn, fakes, decomposition_table())
-    except (IRError, SelfOverlapError):
+    except (IRError, SelfOverlapError, EagerRefusal):
         raise
     except MetadataMutationError as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
