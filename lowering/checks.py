@@ -78,14 +78,21 @@ class DataCheck:
     error: type[BaseException] = PlanCheckError
     message: str = ""
     source: str = ""
+    #: fields of ``message`` filled on failure: name -> Python text over ``{0}``, ... (e.g. the
+    #: first index out of range, as eager's message shows it); evaluated only when the check fails
+    detail: dict[str, str] = field(default_factory=dict)
 
     def reads(self) -> list[Var]:
         return [a for a in flat_args(self.args) if isinstance(a, Var)]
 
     def render(self, value: Any) -> str:
         """The check as one line of the plan; ``value`` renders one argument."""
-        cond = self.cond.format(*(value(a) for a in self.args))
-        return f"if not ({cond}): raise {self.error.__name__}({self.message!r})"
+        vals = [value(a) for a in self.args]
+        cond = self.cond.format(*vals)
+        if not self.detail:
+            return f"if not ({cond}): raise {self.error.__name__}({self.message!r})"
+        fields = ", ".join(f"{k}={e.format(*vals)}" for k, e in self.detail.items())
+        return f"if not ({cond}): raise {self.error.__name__}({self.message!r}.format({fields}))"
 
 
 @dataclass(eq=False)
@@ -180,6 +187,12 @@ def place_checks(steps: list[Any], checks: Sequence[DataCheck]) -> tuple[list[An
     for c in checks:
         pos = max((produced_at.get(id(v), -1) for v in c.reads()), default=-1)
         after.setdefault(pos, []).append(c)
+        for v in c.reads():  # a value made inside a segment becomes one of its outputs
+            i = produced_at.get(id(v))
+            outs = getattr(steps[i], "outputs", None) if i is not None else None
+            if outs is not None and all(v is not o for o in outs):
+                outs.append(v)
+                outs.sort(key=lambda o: o.name)
     out: list[Any] = []
     if -1 in after:
         out.append(CheckStep(after[-1]))

@@ -42,6 +42,7 @@ from .aliasing import Pattern
 from .checks import CheckStep, DataCheck, builtin_checks, place_checks
 from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
+from .obligations import obligation_checks
 from .segments import Fallback, Segment, may_alias_nodes, partition
 from .writeback import Clone, WriteCopy, plan_writebacks, step_nodes
 
@@ -274,7 +275,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     trace.lint()
     prologue = build_prologue(trace, hints, compile_fn=False, aliasing=aliasing, layouts=layouts)
     _check_bound(trace, set(prologue.symbols))
-    steps, barrier = place_checks(partition(trace), [*builtin_checks(trace), *checks])
+    steps, barrier = place_checks(partition(trace), [*builtin_checks(trace), *obligation_checks(trace), *checks])
     wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
 
