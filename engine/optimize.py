@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Sequence
 
 from . import log
@@ -14,7 +16,7 @@ from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
 from .ir import Trace
 from .pool import POOL
-from .session import Budget, RuleError, SaturationReport, Session, Source
+from .session import Budget, RuleError, SaturationReport, Session, Source, rule_location
 
 #: e-graph size above which facts are deleted before serializing (the deleting run costs more
 #: than it saves on small e-graphs: CE forward+backward has ~600 e-nodes, Adam over 10 ~1,900)
@@ -42,6 +44,24 @@ class EngineResult:
         return self.session.run([re.sub(r"\$([A-Za-z_][A-Za-z0-9_]*)", sub, c) for c in commands], what)
 
 
+def conflict_error(rep: SaturationReport, sources: Sequence[Source]) -> RuleError:
+    """A rewrite equated values of different shapes, ranks or dtypes (lang.egg's conflict
+    relations): name the rules that matched just before, user rules first (the built-in packs
+    are checked sound by ``rules check``), each with its ``file:line``."""
+    shipped = os.path.abspath(str(resources.files("satfuse.rules")))
+    builtin = {src.path for src in sources if os.path.dirname(os.path.abspath(src.path)) == shipped}
+    where = {r: rule_location(sources, r) for r in rep.suspects if not r.startswith("lang/")}
+    users = [r for r in where if where[r].rsplit(":", 1)[0] not in builtin]
+    named = users or list(where)
+    what = ", ".join(sorted(rep.conflicts))
+    if not named:
+        return RuleError(f"saturation equated values of different shapes or dtypes ({what}): a rule is unsound "
+                         "here; run `python -m satfuse rules check` to find it")
+    rules = "; ".join(f"{where[r]}: rule {r!r}" for r in named)
+    return RuleError(f"{rules}: equates values of different shapes or dtypes ({what}) on this program; a rewrite "
+                     "must keep its left side's shape and dtype (`python -m satfuse rules check` shows a counterexample)")
+
+
 def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *, target: str = "nvfuser",
                    hints: dict[str, int] | None = None, budget: Budget | None = None,
                    extractor: str = "hybrid", keep_session: bool = False) -> EngineResult:
@@ -58,8 +78,7 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
         t_sat = time.perf_counter()
         rep = sess.saturate(list(phases), budget)
         if rep.conflicts:
-            raise RuleError(f"saturation equated values of different shapes ({', '.join(sorted(rep.conflicts))}): "
-                            "a rule is unsound here; run `python -m satfuse rules check` to find it")
+            raise conflict_error(rep, sess.sources)
         t_ser = time.perf_counter()
         if not keep_session and rep.nodes > DROP_FACTS_ABOVE:
             sess.drop_facts()  # the pooled session is rolled back afterwards

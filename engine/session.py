@@ -103,8 +103,10 @@ class SaturationReport:
                 out[k] = out.get(k, 0) + v
         return out
 
-    #: analysis conflicts found (a rule equated values of different shapes): relation -> rows
+    #: analysis conflicts found (a rule equated values of different shapes or dtypes): relation -> rows
     conflicts: dict[str, int] = field(default_factory=dict)
+    #: the rules that matched in the phase iterations just before a conflict appeared (most recent first)
+    suspects: list[str] = field(default_factory=list)
     #: the e-node bound in force (``Budget.node_limit`` of the loaded program)
     node_limit: int = 0
 
@@ -122,9 +124,9 @@ class SaturationReport:
 _RULESET = re.compile(r"^\(ruleset\s+([^\s()]+)\s*\)", re.M)
 #: analysis iterations per chunk (egglog stops a chunk early at the fixpoint): ahead of every phase iteration, and between node checks
 ANALYSIS_CHUNK = 10
-CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict")
+CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict", "dtype-conflict")
 #: lang.egg's rules that fill them: a match in a run report means a conflict row
-CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict")
+CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict", "lang/dtype-conflict")
 #: a bound on the e-nodes one rule match adds (a rewrite's right-hand side), for budget checks
 NODES_PER_MATCH = 50
 #: commands that only add data or run rules: a session that ran nothing else can be rolled back
@@ -220,6 +222,20 @@ def _rule_name_at(text: str, line: int) -> str | None:
     chunk = "\n".join(lines[start:start + 12])
     m = re.search(r':name\s+"([^"]+)"', chunk)
     return m.group(1) if m else None
+
+
+def rule_location(sources: Sequence[Source], name: str) -> str:
+    """``path:line`` of the rule named ``name`` (the line its form starts on), or ``name``'s pack."""
+    key = f':name "{name}"'
+    for src in sources:
+        at = src.text.find(key)
+        if at >= 0:
+            line = _line_of(src.text, at)
+            lines = src.text.splitlines()
+            while line > 1 and not lines[line - 1].startswith("("):
+                line -= 1
+            return f"{src.path}:{line}"
+    return "<unknown file>"
 
 
 def describe_egglog_error(err: BaseException, sources: Sequence[Source], default: str = "<egglog>") -> str:
@@ -390,6 +406,7 @@ class Session:
             phases = []  # the analysis alone hit the node budget: extract what we have
             known = self.size()
         grown = 0  # rule matches since
+        recent: list[list[str]] = [[], []]  # rules matched in the last two phase iterations
         for phase in phases:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
@@ -402,6 +419,7 @@ class Session:
                 lead_out, step_out = self.run([step], f"phase {phase}")
                 pr.iterations += 1
                 report = step_out.report
+                recent = [[k for k, v in report.num_matches_per_rule.items() if v], recent[0]]
                 grown += _add_matches(report.num_matches_per_rule, pr.matches)
                 lead_matches = lead_out.report.num_matches_per_rule
                 grown += _add_matches(lead_matches, rep.analysis)
@@ -421,6 +439,7 @@ class Session:
                     conflict = any(rep.analysis.get(r, 0) > before.get(r, 0) for r in CONFLICT_RULES)
                 if conflict:
                     rep.conflicts = self.conflicts()
+                    rep.suspects = list(dict.fromkeys(recent[0] + recent[1]))
                     stop = StopReason("conflict")
                     break
                 # a match adds at most a few dozen e-nodes: read the size (a print-size) only when
@@ -449,6 +468,8 @@ class Session:
         self._analysis(analysis, budget, rep, limit)
         sizes = self.sizes()
         rep.conflicts = self.conflicts(sizes)
+        if rep.conflicts and not rep.suspects:
+            rep.suspects = list(dict.fromkeys(recent[0] + recent[1]))
         rep.seconds = time.perf_counter() - t_start
         rep.nodes = sum(sizes.values())
         return rep

@@ -99,3 +99,18 @@ def test_valid_ce_keeps_the_one_hot_plan_and_its_bytes():
     tr = plan_traffic(plan.lowered.steps, plan.trace)
     least = minimum_traffic(plan.trace).total
     assert tr.total <= least + 4 * 8  # the checked index, 4 x i64, is the only extra traffic
+
+
+@pytest.mark.parametrize("rule, name", [
+    ('(rewrite (Exp x) (Sum x (ICons 0 (INil)) 0) :ruleset bad :name "bad/exp-to-sum")', "bad/exp-to-sum"),
+    ('(rewrite (Exp x) (Cast (Exp x) "f64") :ruleset bad :name "bad/exp-to-f64")', "bad/exp-to-f64"),
+])
+def test_user_rule_changing_shape_or_dtype_is_a_rule_error(tmp_path, rule, name):
+    """lang.egg's analyses are total over the constructors a rewrite may introduce, so equating
+    values of different shapes or dtypes is always a conflict, reported with the rule's file:line."""
+    from satfuse.engine.session import RuleError
+
+    pack = tmp_path / "bad.egg"
+    pack.write_text(f"(ruleset bad)\n\n; deliberately wrong\n{rule}\n")
+    with pytest.raises(RuleError, match=rf"^{pack}:4: rule '{name}': equates values of different shapes or dtypes"):
+        satfuse.optimize(lambda a: torch.exp(a) * 2, X, rules=[pack])

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
+import torch.fx.traceback as fx_traceback
 import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch._aot_autograd.functional_utils import from_fun, has_data_mutation, to_fun
 from torch._subclasses.functional_tensor import FunctionalTensorMode
-import torch.fx.traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 

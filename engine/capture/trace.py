@@ -25,9 +25,9 @@ from .. import log
 from ..ir import IRError, Namespace, Trace
 from ..log import quiet_torch_tracing
 from .convert import CaptureError, Converter
+from .eager_checks import EagerRefusal, with_eager_checks
 from .functional import TRACING, MetadataMutationError, SelfOverlapError, trace_functional
 from .symbols import range_guards
-from .eager_checks import EagerRefusal, with_eager_checks
 
 aten = torch.ops.aten
 
