@@ -113,4 +113,4 @@ def test_user_rule_changing_shape_or_dtype_is_a_rule_error(tmp_path, rule, name)
     pack = tmp_path / "bad.egg"
     pack.write_text(f"(ruleset bad)\n\n; deliberately wrong\n{rule}\n")
     with pytest.raises(RuleError, match=rf"^{pack}:4: rule '{name}': equates values of different shapes or dtypes"):
-        satfuse.optimize(lambda a: torch.exp(a) * 2, X, rules=[pack])
+        satfuse.optimize(lambda a: torch.exp(a) * 2, X, options={"rules": [pack]})
