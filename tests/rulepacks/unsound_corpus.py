@@ -60,7 +60,9 @@ def remainder(a, b):
 
 
 def products(a, b):
-    return (a * b) + (a == b).float() + (a - a) - (-(-b))
+    # (a == b) reaches eq-commutes through where, not a cast: cast-drop would equate b8 and f32 values, a dtype
+    # conflict that stops saturation before the sound phase runs
+    return (a * b) + torch.where(a == b, 1.0, 0.0) + (a - a) - (-(-b))
 
 
 def _f(*shape, seed=0):
