@@ -37,7 +37,7 @@ from typing import Any, Callable
 import sympy
 import torch
 import torch.utils._sympy.functions as tsf
-from satfuse.engine.ir import DTYPES, ScalarType, TensorType, Trace, Var
+from satfuse.engine.ir import DTYPES, Namespace, ScalarType, TensorType, Trace, Var
 from sympy.core.relational import Relational
 
 from .aliasing import Pattern, describe, guard_source, written_positions
@@ -230,7 +230,10 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     ins = trace.inputs
     local: dict[sympy.Symbol, str] = {}  # symbol -> Python local holding its value
     shown: dict[sympy.Symbol, str] = {}  # symbol -> readable origin ("a.shape[2]", "dim0")
-    used_names = {v.name for v in ins} | {"inputs", "fail", "Tensor", "isinstance", "type", "int", "float", "bool"}
+    # one namespace for every name of the generated function, its globals first: an input called
+    # ``Tensor``, ``dt_f32`` or ``x_shape`` (beside ``x``) gets a local name of its own
+    ns = Namespace(("inputs", "fail", "Tensor", "torch", "math", "_alias_pattern", "_expected_aliasing"))
+    py = [ns.name(v.name) for v in ins]  # each input's local name
     checks: list[Check] = []
     groups: list[list[Check]] = [[Check("", f"expected {len(ins)} inputs ({', '.join(v.name for v in ins)})", ())]]
     pending: list[Check] = []
@@ -257,47 +260,49 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         pending.clear()
 
     def sym_local(s: sympy.Symbol) -> str:
-        n = s.name
-        while n in used_names:
-            n += "_"
-        used_names.add(n)
-        return n
+        return ns.name(s.name)
+
+    def glob_name(hint: str, value: Any) -> str:
+        for k, v in glob.items():
+            if v is value and k.startswith(hint):
+                return k
+        k = ns.name(hint)
+        glob[k] = value
+        return k
 
     # 1. kinds, dtypes, devices, ranks
     n = len(ins)
     body.append(f"    if len(inputs) != {n}:")
     body.append("        fail(0, locals())")
-    body.append(f"    {', '.join(v.name for v in ins)}{',' if n == 1 else ''} = inputs" if n else "    pass")
+    body.append(f"    {', '.join(py)}{',' if n == 1 else ''} = inputs" if n else "    pass")
     glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch, "math": math}
     for i, v in enumerate(ins):
-        t = v.type
+        t, x = v.type, py[i]
         if isinstance(t, TensorType):
-            check(f"isinstance({v.name}, Tensor)", f"{v.name} is a tensor", (i,))
-            dt = f"dt_{t.dtype}"
-            glob[dt] = DTYPES[t.dtype]
-            check(f"{v.name}.dtype is {dt}", f"{v.name}.dtype == {DTYPES[t.dtype]}", (i,))
+            check(f"isinstance({x}, Tensor)", f"{v.name} is a tensor", (i,))
+            dt = glob_name(f"dt_{t.dtype}", DTYPES[t.dtype])
+            check(f"{x}.dtype is {dt}", f"{v.name}.dtype == {DTYPES[t.dtype]}", (i,))
             dev = torch.device(t.device)
             if dev.type in ("cpu", "cuda") and dev.index in (None, 0):
-                cond = f"{v.name}.is_{dev.type}" + (f" and {v.name}.get_device() == 0" if dev.index == 0 else "")
+                cond = f"{x}.is_{dev.type}" + (f" and {x}.get_device() == 0" if dev.index == 0 else "")
                 check(cond, f"{v.name}.device is {dev}", (i,))
             elif dev.index is None:
-                check(f"{v.name}.device.type == {dev.type!r}", f"{v.name}.device is {dev.type}", (i,))
+                check(f"{x}.device.type == {dev.type!r}", f"{v.name}.device is {dev.type}", (i,))
             else:
-                dn = f"dev_{dev.type}{dev.index}"
-                glob[dn] = dev
-                check(f"{v.name}.device == {dn}", f"{v.name}.device is {dev}", (i,))
-            check(f"{v.name}.dim() == {t.rank}", f"{v.name}.dim() == {t.rank}", (i,))
+                dn = glob_name(f"dev_{dev.type}{dev.index}", dev)
+                check(f"{x}.device == {dn}", f"{v.name}.device is {dev}", (i,))
+            check(f"{x}.dim() == {t.rank}", f"{v.name}.dim() == {t.rank}", (i,))
             flush(f"{v.name}: {t}")
         elif isinstance(t, ScalarType):
             if t.kind == "int":
-                check(f"isinstance({v.name}, int) and not isinstance({v.name}, bool)", f"{v.name} is an int", (i,))
+                check(f"isinstance({x}, int) and not isinstance({x}, bool)", f"{v.name} is an int", (i,))
             elif t.kind == "float":  # an int is not a float: torch promotes them differently (x / 2 vs x / 2.0)
-                check(f"isinstance({v.name}, float)", f"{v.name} is a float", (i,))
+                check(f"isinstance({x}, float)", f"{v.name} is a float", (i,))
             else:
-                check(f"isinstance({v.name}, bool)", f"{v.name} is a bool", (i,))
+                check(f"isinstance({x}, bool)", f"{v.name} is a bool", (i,))
             flush(f"{v.name}: {t}")
     # 1b. memory sharing between tensor inputs, and self-overlap of written ones (aliasing.py)
-    tensor_ins = [(i, v.name) for i, v in enumerate(ins) if isinstance(v.type, TensorType)]
+    tensor_ins = [(i, py[i]) for i, v in enumerate(ins) if isinstance(v.type, TensorType)]
     written = written_positions(trace)
     cond = guard_source(tensor_ins, written, aliasing)
     if cond != "True":
@@ -314,7 +319,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         flush()
     for i, (stride, offset) in sorted((layouts or {}).items()):
         v = ins[i]
-        check(f"{v.name}.stride() == {stride!r} and {v.name}.storage_offset() == {offset}",
+        check(f"{py[i]}.stride() == {stride!r} and {py[i]}.storage_offset() == {offset}",
               f"{v.name} has strides {stride} and storage offset {offset} (a returned view of it is rebuilt)", (i,))
         flush()
     # 2. static extents, symbol binding, equalities
@@ -326,12 +331,11 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 continue
             if all(isinstance(e, int) for e in t.shape):
                 for d, e in enumerate(t.shape):
-                    check(f"{v.name}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}", (i,))
-                flush(f"{v.name}.shape == {tuple(t.shape)}", fast=f"{v.name}.shape == {tuple(t.shape)}")
+                    check(f"{py[i]}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}", (i,))
+                flush(f"{v.name}.shape == {tuple(t.shape)}", fast=f"{py[i]}.shape == {tuple(t.shape)}")
                 continue
-            sh = f"{v.name}_shape"
-            used_names.add(sh)
-            body.append(f"    {sh} = {v.name}.shape")
+            sh = ns.name(f"{v.name}_shape")
+            body.append(f"    {sh} = {py[i]}.shape")
             for d, e in enumerate(t.shape):
                 val, rd = f"{sh}[{d}]", f"{v.name}.shape[{d}]"
                 if isinstance(e, int):
@@ -350,18 +354,18 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 local[e] = sym_local(e)
                 shown[e] = v.name
                 where[e.name] = v.name
-                body.append(f"    {local[e]} = {v.name}")
+                body.append(f"    {local[e]} = {py[i]}")
             elif isinstance(e, sympy.Expr) and not e.is_number:
-                deferred.append((e, v.name, v.name, i))
+                deferred.append((e, py[i], v.name, i))
             else:
                 lit = repr(bool(e)) if t.kind == "bool" else (repr(int(e)) if t.kind == "int" else _flit(float(e)))
                 if t.kind == "float" and math.isnan(float(e)):
-                    check(f"{v.name} != {v.name}", f"{v.name} is nan", (i,))
+                    check(f"{py[i]} != {py[i]}", f"{v.name} is nan", (i,))
                 elif t.kind == "float" and float(e) == 0.0:  # the sign of zero picks x / 0.0 = +-inf
                     sign = math.copysign(1.0, float(e))
-                    check(f"{v.name} == 0.0 and math.copysign(1.0, {v.name}) == {sign!r}", f"{v.name} == {lit}", (i,))
+                    check(f"{py[i]} == 0.0 and math.copysign(1.0, {py[i]}) == {sign!r}", f"{v.name} == {lit}", (i,))
                 else:
-                    check(f"{v.name} == {lit}", f"{v.name} == {lit}", (i,))
+                    check(f"{py[i]} == {lit}", f"{v.name} == {lit}", (i,))
                 flush()
     # symbols seen only inside compound extents: specialize to their hints
     for e, *_ in deferred:
@@ -399,7 +403,12 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         flush()
     syms = sorted(local, key=lambda s: s.name)
     body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")
-    src = "def prologue(inputs):\n" + "\n".join(body) + "\n"
+    # a guard's ``//`` or ``%`` by an extent that is 0 in this call (``x.chunk(3)`` on a size-0 dim)
+    # means the plan's assumption does not hold: a failed guard, not a ZeroDivisionError
+    groups.append([Check("False", "the guards' arithmetic divides by zero for this call (an extent the plan "
+                                  "assumes nonzero is 0)", ())])
+    src = ("def prologue(inputs):\n    try:\n" + "\n".join("    " + b for b in body) +
+           f"\n    except ZeroDivisionError:\n        fail({len(groups) - 1}, locals())\n")
 
     def fail(k: int, env: dict) -> None:
         """Cold path: find the first failing check of group ``k`` and say what it saw."""

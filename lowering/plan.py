@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 import sympy
 import torch
 from satfuse.engine import log
-from satfuse.engine.ir import IRError, Node, TensorType, Trace, Var, flat_args
+from satfuse.engine.ir import IRError, Namespace, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import IMPLS, INPLACE, is_opaque
 
@@ -142,10 +142,12 @@ def _frontend(executor: str) -> tuple[Any, bool]:
 
 
 class _Render:
-    def __init__(self, sym_local: dict[sympy.Symbol, str], local: Callable[[Var], str], consts: dict[str, Any]):
+    def __init__(self, sym_local: dict[sympy.Symbol, str], local: Callable[[Var], str], consts: dict[str, Any],
+                 ns: Namespace):
         self.sym_local = sym_local
         self.local = local
         self.consts = consts
+        self.ns = ns
 
     def value(self, a: Any, seq: str = "tuple") -> str:
         if isinstance(a, Var):
@@ -162,7 +164,7 @@ class _Render:
         lit = fmt_literal(a)
         if lit is not None:
             return lit
-        nm = f"_k{len(self.consts)}"
+        nm = self.ns.name(f"_k{len(self.consts)}")
         self.consts[nm] = a
         return nm
 
@@ -279,31 +281,26 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
 
-    # names: Vars keep theirs unless they clash with the program's globals
-    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "inputs", "env", "float", "int",
-                  "max", "min", "math"} | {s.name for s in segments} | set(prologue.glob)
-    taken = {v.name for v in trace.inputs} | {o.name for n in trace.nodes for o in n.outs}
+    # one namespace for the program (the prologue has its own, guards.py): globals first, then
+    # the names write-backs chose for clones, then Vars (theirs where free) and symbols
+    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "inputs", "env", "math",
+                  "__name__"} | {s.name for s in segments} | set(prologue.glob) | {
+                      c.error.__name__ for st in wb.steps if isinstance(st, CheckStep) for c in st.checks}
+    ns = Namespace(glob_names | {st.name for st in wb.steps if isinstance(st, Clone)})
     local_names: dict[int, str] = {}
 
     def local(v: Var) -> str:
         nm = local_names.get(id(v))
         if nm is None:
-            nm = v.name
-            while nm in glob_names or (nm != v.name and nm in taken):
-                nm += "_"
-            local_names[id(v)] = nm
-            taken.add(nm)
+            nm = local_names[id(v)] = ns.name(v.name)
         return nm
 
-    sym_local: dict[sympy.Symbol, str] = {}
-    for s in sorted(trace.symbols() | _all_symbols(trace), key=lambda s: s.name):
-        nm = s.name
-        while nm in taken or nm in glob_names:
-            nm += "_"
-        sym_local[s] = nm
+    for v in trace.inputs:  # inputs first: their names are the ones a reader expects
+        local(v)
+    sym_local = {s: ns.name(s.name) for s in sorted(trace.symbols() | _all_symbols(trace), key=lambda s: s.name)}
     emitted = {s.name: emit_segment(s, sym_local) for s in segments}
     consts: dict[str, Any] = {}
-    r = _Render(sym_local, local, consts)
+    r = _Render(sym_local, local, consts, ns)
 
     glob_errors: dict[str, type] = {}
     later_reads = {local(v) for s in wb.steps for v in _reads(s)} | {
@@ -368,6 +365,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                 lines.append(c.render(r.value) + (f"  # check ({c.source})" if c.source else ""))
                 glob_errors[c.error.__name__] = c.error
         items.append((lines, reads, defs))
+    _check_order(items, in_names)
     rets = []
     for o in trace.outputs:
         if isinstance(o, Var):
@@ -391,16 +389,14 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         dead = sorted(nm for nm, j in last.items() if j == i and nm not in keep)
         if dead:
             body.append(f"del {', '.join(dead)}")
-    body += _output_aliasing(trace, wb.steps, rets, in_names, taken, layouts or {})
+    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {})
     body.append(f"return [{', '.join(rets)}]")
     head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:
         head.append(f"{', '.join(in_names)}{',' if len(in_names) == 1 else ''} = inputs")
     for s in sorted(used_syms, key=lambda s: s.name):
         head.append(f"{sym_local[s]} = env[{s.name!r}]")
-    fname = trace.name if trace.name.isidentifier() and not keyword.iskeyword(trace.name) else "computation"
-    while fname in glob_names:
-        fname += "_"
+    fname = ns.name(trace.name if trace.name.isidentifier() and not keyword.iskeyword(trace.name) else "computation")
     main = [f"def {fname}(inputs, env=None):"] + ["    " + x for x in head + body]
 
     prov = f"# satfuse plan: {len(segments)} segment(s), {sum(isinstance(s, Fallback) for s in wb.steps)} fallback op(s); " \
@@ -528,6 +524,18 @@ def _check_bound(trace: Trace, bound: set[str]) -> None:
     for o in trace.outputs:
         if isinstance(o, sympy.Basic) and {s.name for s in o.free_symbols} - bound:
             raise LoweringError(f"output {o} uses symbols no input binds")
+
+
+def _check_order(items: list[tuple[list[str], set[str], list[str]]], in_names: list[str]) -> None:
+    """Every statement reads only names defined before it (inputs or earlier statements): a plan
+    out of dependency order would fail with UnboundLocalError on every call; say so now."""
+    defined = set(in_names)
+    for lines, reads, defs in items:
+        missing = sorted(reads - defined)
+        if missing:
+            raise LoweringError(f"plan statement {lines[0].split('  #')[0]!r} reads {', '.join(missing)} before it is "
+                                "defined (steps out of dependency order)")
+        defined.update(defs)
 
 
 def _all_symbols(trace: Trace) -> set[sympy.Symbol]:

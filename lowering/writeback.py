@@ -228,6 +228,11 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
             if float(p) in reads and p not in seg_reads:
                 seg_reads[p] = _SegReads.of(steps[p])
             why = _pointwise_cone(steps[p], b, al, seg_reads[p]) if float(p) in reads else None
+            if why is None and any(producer.get(id(o)) == p and o is not v and id(b) in al.get(id(o), frozenset())
+                                   for o in trace.outputs if isinstance(o, Var)):
+                # an output that may share b's storage is cloned before b is written, and it
+                # does not exist before the segment that would write b in place has run
+                why = f"an output that may share {b.name}'s storage comes from the same segment"
         if why is None:
             seg = steps[p]
             assert isinstance(seg, Segment)

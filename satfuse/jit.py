@@ -25,6 +25,7 @@ a backward plan: outputs require grad and ``.backward()`` gives eager's gradient
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 import time
 import types
@@ -37,9 +38,10 @@ from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
-from satfuse.lowering.cache import Entry, PlanCache, fast_prologue
+from satfuse.lowering.cache import Entry, PlanCache, RunEagerly, fast_prologue
 from satfuse.lowering.guards import GuardError
 
+_LOG = logging.getLogger("satfuse.capture")
 _LEAF_TYPES = (torch.Tensor, int, float, bool)
 _FAST_TYPES = frozenset({torch.Tensor, int, float, bool})
 
@@ -62,6 +64,8 @@ class Jitted:
         self.state = closure_state(fn)  # module parameters/buffers fn reaches: trailing plan inputs
         self._specs: dict[int, Any] = {}
         self._catalogue: Any = None
+        self._eager_keys: set[Any] = set()  # call structures no plan can serve: they run eagerly
+        self._logged: set[str] = set()
         functools.update_wrapper(self, fn)
 
     @property
@@ -118,6 +122,41 @@ class Jitted:
 
     # ------------------------------------------------------------------ compile
     def _compile(self, args: tuple, kwargs: dict, key: Any, inputs: Sequence[Any]) -> Entry:
+        """A plan for this call: symbolic where it can be; where satfuse has no symbolic form for
+        something (a data-dependent or float extent, a step slice of a symbolic dim, ...) this
+        call gets a static plan; where no plan can be built at all, the call runs eagerly. Each
+        fallback is logged once (``satfuse.capture``). An error torch raises while tracing the
+        static call is eager's own rejection of the inputs: it is raised (nothing was written)."""
+        from satfuse.engine.capture.trace import TracingError
+
+        if key in self._eager_keys:
+            raise RunEagerly("no plan can be built for this program")
+        if self.dynamic is not False and self.dynamic != ():
+            try:
+                entry = self._build(args, kwargs, key, inputs, self.dynamic)
+                entry.check(inputs)  # the plan built for this call must accept it
+                return entry
+            except RunEagerly:
+                raise
+            except Exception as err:  # noqa: BLE001 - any symbolic limit: specialise this call
+                self._log_once("static", f"no symbolic plan for this call ({type(err).__name__}: {_first_line(err)}); "
+                                         "such calls get static plans")
+        try:
+            return self._build(args, kwargs, key, inputs, False)
+        except (RunEagerly, TracingError):
+            raise
+        except Exception as err:  # noqa: BLE001 - satfuse cannot plan this program: eager is correct
+            self._eager_keys.add(key)
+            self._log_once("eager", f"no plan for this program ({type(err).__name__}: {_first_line(err)}); "
+                                    "calls with this structure run eagerly")
+            raise RunEagerly(str(err)) from err
+
+    def _log_once(self, kind: str, msg: str) -> None:
+        if kind not in self._logged:
+            self._logged.add(kind)
+            _LOG.warning("satfuse.jit(%s): %s", getattr(self.fn, "__name__", "fn"), msg)
+
+    def _build(self, args: tuple, kwargs: dict, key: Any, inputs: Sequence[Any], dynamic: Any) -> Entry:
         from satfuse.api import Plan
         from satfuse.engine.capture.closure import hidden_state
         from satfuse.engine.capture.graph import capture_symbolic
@@ -127,9 +166,9 @@ class Jitted:
 
         opts = self.options
         hidden = hidden_state(self.fn)  # before tracing: the values the trace bakes in
-        fn, dynamic = self.fn, self.dynamic
+        fn = self.fn
         if self.state:
-            fn, dynamic = lift_state(self.fn, len(args) - len(self.state.names), self.state, self.dynamic)
+            fn, dynamic = lift_state(self.fn, len(args) - len(self.state.names), self.state, dynamic)
         try:
             cap = capture_symbolic(fn, *args, dynamic=dynamic, **kwargs)
         except Exception:
@@ -164,6 +203,11 @@ class Jitted:
 
     def __repr__(self) -> str:
         return f"<satfuse.jit {getattr(self.fn, '__qualname__', self.fn)} {self.cache!r}>"
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else ""
 
 
 def _const_key(x: Any) -> Any:

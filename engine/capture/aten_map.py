@@ -12,7 +12,7 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..ir import FLOAT_DTYPES, TensorType, Var, as_extent, dtype_name
+from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, TensorType, Var, as_extent, dtype_name
 from ..vocab import BINARY, UNARY, prod_extents
 
 aten = torch.ops.aten
@@ -22,6 +22,18 @@ ATEN_MAP: dict[Any, Callable] = {}
 class NotInVocab(Exception):
     """A converter met a form the vocabulary cannot express (e.g. a complex scalar
     operand): capture drops what the converter emitted and runs the aten op as a fallback."""
+
+
+def computes_complex(n: torch.fx.Node) -> bool:
+    """Does node ``n`` read or make a complex tensor? The vocabulary has no complex arithmetic
+    (a cast to a real dtype would drop the imaginary part): such ops run as torch calls."""
+    def cplx(v: Any) -> bool:
+        if isinstance(v, (list, tuple)):
+            return any(cplx(x) for x in v)
+        return isinstance(v, torch.Tensor) and v.dtype.is_complex
+
+    args = [a.meta.get("val") for a in n.all_input_nodes]
+    return cplx(n.meta.get("val")) or cplx(args)
 
 
 class Builder:
@@ -119,13 +131,32 @@ for _n in UNARY:
 reg(aten.special_erf if hasattr(aten, "special_erf") else aten.erf)(_unary("erf"))
 
 
+def _times_alpha(b: Builder, y: Any, alpha: Any) -> Any:
+    """``alpha * y`` as torch's ``add``/``sub`` compute it: alpha is first cast to the result
+    dtype (on bools ``alpha=-1`` is True, so ``add(a, b, alpha=-1)`` is ``a or b``)."""
+    if b.out_type is not None and b.out_type.dtype == "b8":
+        alpha = bool(alpha)
+    if alpha is True or (not isinstance(alpha, bool) and alpha == 1):
+        return y
+    return b("mul", y, alpha)
+
+
+def _int_division_by(b: Builder, y: Any) -> None:
+    """Integer division, remainder and fmod run as torch calls where the divisor may be 0:
+    eager raises ZeroDivisionError there (a kernel would return garbage), and the vocabulary
+    has no integer quotient (a float quotient loses digits above 2**24)."""
+    out = b.out_type
+    if out is not None and out.dtype in INT_DTYPES and (isinstance(y, Var) or y == 0):
+        raise NotInVocab("integer division by a tensor (or by 0)")
+
+
 def _binary(name: str) -> Callable:
     def conv(b: Builder, x: Any, y: Any, *rest: Any, alpha: Any = 1, **kw: Any) -> Var:
         if rest:
             alpha = rest[0]
-        if alpha != 1:
-            y = b("mul", y, alpha)
-        return b.result(b(name, x, y))
+        if name in ("remainder", "fmod"):
+            _int_division_by(b, y)
+        return b.result(b(name, x, _times_alpha(b, y, alpha)))
 
     return conv
 
@@ -139,14 +170,50 @@ reg(aten.max.other)(_binary("maximum"))
 reg(aten.min.other)(_binary("minimum"))
 
 
-@reg(aten.div.Tensor_mode)
+@reg(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div_mode(b: Builder, x: Any, y: Any, rounding_mode: Any = None) -> Var:
+    """``div(x, y, rounding_mode=...)`` with eager's semantics. Integer results run as torch
+    calls (integer arithmetic, eager's ZeroDivisionError). Float results compute in the dtype
+    eager's kernel uses (below); "floor" is eager's ``div_floor_floating``: the quotient of
+    ``x - fmod(x, y)`` corrected by one where the remainder's sign differs from y's, rounded to
+    the nearest integer, ``copysign(0, x/y)`` for a zero quotient and the IEEE quotient for
+    ``y == 0`` (so ``inf // 2`` is nan)."""
+    out = b.out_type.dtype
+    if rounding_mode is None:
+        return b.result(b("div", x, y))
+    if out in INT_DTYPES or out == "b8":
+        raise NotInVocab("integer division with a rounding mode")
+    if out not in FLOAT_DTYPES:
+        raise NotInVocab(f"division with a rounding mode on {out}")
+    # eager's CPU kernel: f16/bf16 tensor by tensor rounds each step to the dtype; by a Python
+    # number it computes in f32 (op math) and rounds once
+    calc = "f32" if out in ("f16", "bf16") and not isinstance(y, Var) else out
+    x, y = (b("cast", v, calc) if isinstance(v, Var) and v.type.dtype != calc else v for v in (x, y))
     q = b("div", x, y)
-    if rounding_mode == "floor":
-        q = b("floor", q)
-    elif rounding_mode == "trunc":
-        q = b("where", b("lt", q, 0), b("ceil", q), b("floor", q))
-    return b.result(q)
+    if rounding_mode == "trunc":
+        r = b("where", b("lt", q, 0), b("ceil", q), b("floor", q))
+    else:
+        if not isinstance(y, Var) and y == 0:
+            return b.result(q)
+        mod = b("fmod", x, y)
+        d = b("div", b("sub", x, mod), y)
+        if isinstance(y, Var):
+            off = b("logical_and", b("ne", mod, 0), b("ne", b("lt", y, 0), b("lt", mod, 0)))
+        else:  # the divisor's sign is known
+            off = b("gt", mod, 0) if y < 0 else b("lt", mod, 0)
+        d = b("where", off, b("sub", d, 1), d)
+        f = b("floor", d)
+        f = b("where", b("gt", b("sub", d, f), 0.5), b("add", f, 1), f)
+        zero = b("where", b("lt", q, 0), -0.0, b("where", b("gt", q, 0), 0.0, q))  # copysign(0, q)
+        r = b("where", b("eq", d, 0), zero, f)
+        if isinstance(y, Var):
+            r = b("where", b("eq", y, 0), q, r)
+    return r if r.type.dtype == out else b("cast", r, out)
+
+
+@reg(aten.floor_divide)
+def _floor_divide(b: Builder, x: Any, y: Any) -> Var:
+    return _div_mode(b, x, y, "floor")
 
 
 @reg("prims.fma.default")  # by name: torch._inductor.inductor_prims registers it (Dynamo imports it)
@@ -159,9 +226,7 @@ def _fma(b: Builder, x: Any, y: Any, z: Any) -> Var:
 
 @reg(aten.rsub)
 def _rsub(b: Builder, x: Any, y: Any, alpha: Any = 1) -> Var:
-    if alpha != 1:
-        x = b("mul", x, alpha)
-    return b.result(b("sub", y, x))
+    return b.result(b("sub", y, _times_alpha(b, x, alpha)))
 
 
 @reg(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
@@ -324,8 +389,10 @@ def _squeeze(b: Builder, x: Any, dims: Any = None) -> Any:
 def _slice_args(x: Any, dim: int, start: Any, length: Any, step: Any) -> tuple:
     r = _rank(x)
     starts = tuple(start if i == dim else 0 for i in range(r))
-    ends = tuple(as_extent(sympy.sympify(start) + sympy.sympify(length) * step - (step - 1)) if i == dim and step != 1
-                 else (as_extent(sympy.sympify(start) + sympy.sympify(length)) if i == dim else x.type.shape[i]) for i in range(r))
+    # one past the last element taken: start + (length - 1) * step + 1, or start when nothing is
+    # (a symbolic length keeps the first form: the extent obligation end >= start rejects 0)
+    end = sympy.sympify(start) + (sympy.sympify(length) - 1) * step + 1 if length != 0 else sympy.sympify(start)
+    ends = tuple(as_extent(end) if i == dim else x.type.shape[i] for i in range(r))
     strides = tuple(step if i == dim else 1 for i in range(r))
     return starts, ends, strides
 
@@ -379,8 +446,23 @@ def _cat(b: Builder, ts: Any, dim: int = 0) -> Var:
     return b("cat", ts, dim % _rank(ts[0]))
 
 
+def representable(value: Any, dtype: str) -> bool:
+    """Does torch accept ``value`` as a fill of ``dtype`` (``F.pad(int32, value=inf)`` and
+    ``torch.full(..., 300, dtype=uint8)`` raise in eager)? Where it does not, the op runs as
+    a torch call so the plan raises eager's error when it runs, not a generated constant."""
+    if isinstance(value, (Var, sympy.Basic)):
+        return True
+    try:
+        torch.full((), value, dtype=DTYPES[dtype])
+    except (RuntimeError, OverflowError, TypeError):
+        return False
+    return True
+
+
 @reg(aten.constant_pad_nd)
 def _pad(b: Builder, x: Any, pad: Any, value: Any = 0) -> Var:
+    if not representable(value, x.type.dtype):
+        raise NotInVocab(f"pad value {value!r} does not fit {x.type.dtype}")
     return b("pad", x, tuple(pad), value)
 
 
@@ -391,6 +473,8 @@ def _device_of(b: Builder) -> str:
 
 
 def _full(b: Builder, value: Any) -> Var:
+    if not representable(value, b.out_type.dtype):
+        raise NotInVocab(f"fill value {value!r} does not fit {b.out_type.dtype}")
     return b.c.emit("full", (tuple(b.out_type.shape), value, b.out_type.dtype), b.n, hint=b.n.name)
 
 

@@ -17,7 +17,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import IRError, Namespace, Node, OutputAlias, ScalarType, TensorType, Trace, Var, dtype_name, flat_args
 from ..vocab import infer, is_opaque
-from .aten_map import ATEN_MAP, Builder, NotInVocab
+from .aten_map import ATEN_MAP, Builder, NotInVocab, computes_complex
 from .functional import AliasInfo
 from .symbols import Symbols
 
@@ -154,7 +154,7 @@ class Converter:
             raise CaptureError(f"node {n.name} ({tgt}): an in-place op that functionalization left in the graph")
         b = Builder(self, n)
         conv = ATEN_MAP.get(tgt) or ATEN_MAP.get(getattr(tgt, "_overloadpacket", None)) or ATEN_MAP.get(str(tgt))
-        if conv is not None:
+        if conv is not None and not computes_complex(n):
             args, kwargs = [self.value(a) for a in n.args], {k: self.value(v) for k, v in n.kwargs.items()}
             mark = len(self.trace.nodes)
             try:

@@ -31,6 +31,11 @@ from .symbols import range_guards
 
 aten = torch.ops.aten
 
+
+class TracingError(CaptureError):
+    """torch itself raised while tracing the program on fake copies of the inputs (with static
+    shapes, eager would raise on the same inputs)."""
+
 #: torch decompositions we accept; everything else is converted by aten_map or kept opaque
 DECOMPOSE = [
     aten._log_softmax, aten._softmax, aten._log_softmax_backward_data, aten._softmax_backward_data,
@@ -131,7 +136,7 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
     except MetadataMutationError as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
     except Exception as e:  # torch raises many kinds; say where it came from
-        raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
+        raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
                            f"{type(e).__name__}: {e}{_REAL_TENSOR_HINT if 'FakeTensor' in str(e) else ''}") from e
     conv = Converter(fg.gm, arg_names, leaves, positions, shape_env, fg.output_aliases)
     trace = conv.run()

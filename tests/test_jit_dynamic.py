@@ -1,0 +1,94 @@
+"""``satfuse.jit(dynamic=True)`` never fails inside satfuse on a valid program (issue 16): what
+has no symbolic form gets a static plan for that call, what no plan can serve runs eagerly,
+each said once on the ``satfuse.capture`` logger; results always equal eager's."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+import torch.nn.functional as F
+from semantics_util import check_jit
+
+
+def _steps(x):
+    return x[::2] * 2
+
+
+def _neg_pad(x):
+    return F.pad(x, (-1, 2))
+
+
+def _slice_7(x):
+    return x[7:-1:2] + 1
+
+
+def _chunk(x):
+    return x.chunk(3, 0)[0] * 1
+
+
+def _nonzero(x):
+    return torch.nonzero(x)
+
+
+def _mask(x):
+    return x[x > 0] * 2
+
+
+def _unique(x):
+    return torch.unique(x)
+
+
+CASES = {
+    "step_slice": (_steps, [(torch.randn(6),), (torch.randn(9),), (torch.randn(6, 3)[:, 0],)]),
+    "negative_pad": (_neg_pad, [(torch.randn(6),), (torch.randn(9),)]),
+    "slice_7_-1_2": (_slice_7, [(torch.randn(12),), (torch.randn(20),), (torch.randn(5),), (torch.randn(8),)]),
+    "chunk_size_0": (_chunk, [(torch.randn(6, 2),), (torch.randn(0, 2),), (torch.randn(7, 2),)]),
+    "nonzero": (_nonzero, [(torch.tensor([1.0, 0, 2]),), (torch.tensor([0.0, 0, 2, 3]),)]),
+    "bool_mask": (_mask, [(torch.tensor([1.0, -1, 2]),), (torch.tensor([0.0, 0, 2, 3]),)]),
+    "unique": (_unique, [(torch.tensor([1.0, 1, 2]),), (torch.tensor([0.0, 0, 2, 3]),)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_jit_dynamic_matches_eager(case):
+    fn, argsets = CASES[case]
+    check_jit(fn, *argsets)
+
+
+def test_label_smoothing_and_float_extent_get_static_plans_logged_once(caplog):
+    def ce(x, y):
+        return F.cross_entropy(x, y, label_smoothing=0.1)
+
+    def k3(x, k):
+        return x * (k / 3)
+
+    with caplog.at_level(logging.WARNING, logger="satfuse.capture"):
+        check_jit(ce, (torch.randn(4, 5), torch.randint(0, 5, (4,))), (torch.randn(6, 7), torch.randint(0, 7, (6,))),
+                  (torch.randn(3, 5), torch.randint(0, 5, (3,))), exact=False)
+        j = check_jit(k3, (torch.randn(4), 5), (torch.randn(6), 7), (torch.randn(5), 5))
+    msgs = [r.getMessage() for r in caplog.records if r.name == "satfuse.capture"]
+    assert sum("k3" in m and "static" in m for m in msgs) == 1, msgs  # said once, not per call
+    assert sum("ce" in m and "static" in m for m in msgs) == 1, msgs
+    assert j.stats()["eager_calls"] == 0  # static plans, not eager runs
+
+
+def test_torch_rejection_still_raises_before_any_write():
+    def f(a, d0):
+        a.mul_(2)
+        return torch.split(a, (d0, a.size(0) - d0))
+
+    j = satfuse_jit(f)
+    a = torch.randn(6)
+    j(a.clone(), 2)
+    before = a.clone()
+    with pytest.raises(RuntimeError):
+        j(a, 9)  # torch rejects the split: no plan, no eager run, no write
+    assert torch.equal(a, before)
+
+
+def satfuse_jit(fn):
+    import satfuse
+
+    return satfuse.jit(fn, dynamic=True)

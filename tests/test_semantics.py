@@ -1,0 +1,189 @@
+"""Ops with eager's exact semantics (issue 16's table): rounding division, complex, bool
+arithmetic, slice extents, fills that do not fit, statement order, argument names. Each case
+runs through ``optimize`` (and ``jit`` / ``torch.compile`` where the row names them) and is
+compared with eager: values, dtype, shape, inputs after the call, eager's exception type."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from semantics_util import check_compile, check_jit, check_optimize
+
+INF, NAN = float("inf"), float("nan")
+
+
+# ---------------------------------------------------------------- division and rounding modes
+
+def _floor(a, b):
+    return torch.div(a, b, rounding_mode="floor")
+
+
+def _trunc(a, b):
+    return torch.div(a, b, rounding_mode="trunc")
+
+
+def test_floor_division_float64_is_eagers():
+    a = torch.tensor([1, 7, INF, -INF], dtype=torch.float64)
+    b = torch.tensor([0.1, 0.7, 2, 3], dtype=torch.float64)
+    check_optimize(_floor, a, b)
+    assert torch.equal(_floor(a, b).isnan(), torch.tensor([False, False, True, True]))  # the row's eager values
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_rounding_division_float_edges(dtype, mode):
+    vals = [0.0, -0.0, 1.0, -1.0, 7.5, -7.5, 0.3, -0.3, 1e4, INF, -INF, NAN, 2047.9, 5.0]
+    a = torch.tensor(vals, dtype=dtype).repeat_interleave(len(vals))
+    b = torch.tensor(vals, dtype=dtype).repeat(len(vals))
+    check_optimize(lambda x, y: (torch.div(x, y, rounding_mode=mode),
+                                 *(torch.div(x, s, rounding_mode=mode) for s in (2, -3, 0, 0.7, -0.25))), a, b)
+
+
+def test_floor_divide_ops():
+    a, b = torch.randn(64) * 100, torch.randn(64)
+    check_optimize(lambda x, y: x // y, a, b)
+    check_optimize(torch.floor_divide, a, b)
+
+    def inplace(x, y):
+        x.floor_divide_(y)
+        return x
+    check_optimize(inplace, a, b)
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_inplace_div_with_rounding_mode(mode):
+    def f(x, y):
+        x.div_(y, rounding_mode=mode)
+        return x
+
+    check_optimize(f, torch.tensor([7.5, -7.5, 3.0, -0.5]), torch.tensor([2.0, 2.0, -2.0, 3.0]))
+    check_optimize(lambda x: x.div_(4, rounding_mode=mode), torch.tensor([7.5, -7.5, 3.0]))
+
+
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32])
+def test_integer_division_is_integer_arithmetic(mode, dtype):
+    a = torch.tensor([16777217, -16777217, 7, -7, 0, 2**31 - 1], dtype=dtype)
+    b = torch.tensor([1, 3, -2, 2, 5, 7], dtype=dtype)
+    check_optimize(lambda x, y: torch.div(x, y, rounding_mode=mode), a, b)
+    check_optimize(lambda x: torch.div(x, 1, rounding_mode=mode), a)
+    check_optimize(lambda x: x // 1, a)
+    assert torch.equal(torch.tensor([16777217]) // 1, torch.tensor([16777217]))
+
+
+def test_integer_division_by_zero_raises_like_eager_before_any_write():
+    a, z = torch.tensor([16777217, 5]), torch.tensor([1, 0])
+
+    def f(x, y):
+        q = x // y
+        x.add_(1)  # eager raises before this write: the plan must not write either
+        return q
+
+    check_optimize(f, a, z)
+    check_optimize(lambda x: x // 0, a)
+    check_optimize(lambda x, y: torch.div(x, y, rounding_mode="trunc"), a, z)
+    check_optimize(torch.remainder, a, z)
+    check_optimize(torch.fmod, a, z)
+
+
+def test_remainder_fmod_eager_values():
+    a = torch.tensor([-7.0, 7.0, INF, 5.0, -0.0, 3.0])
+    b = torch.tensor([3.0, -3.0, 2.0, INF, 2.0, 0.0])
+    check_optimize(torch.remainder, a, b)
+    check_optimize(torch.fmod, a, b)
+    ai, bi = torch.tensor([-7, 7, 16777217, -16777217]), torch.tensor([3, -3, 2, 5])
+    check_optimize(torch.remainder, ai, bi)
+    check_optimize(torch.fmod, ai, bi)
+    check_optimize(lambda x: torch.remainder(x, -3), ai)
+
+
+# ---------------------------------------------------------------- complex
+
+def test_complex_abs_optimize_jit_compile():
+    x = torch.tensor([3 + 4j, -1j, 0j])
+
+    def f(t):
+        return t.abs()
+
+    check_optimize(f, x)
+    check_jit(f, (x,), (torch.tensor([3 + 4j, 6 - 8j, 1 + 0j, 2j]),))
+    check_compile(f, x)
+
+
+def test_complex_arithmetic_is_exact():
+    a = torch.tensor([3 + 4j, 1 - 1j], dtype=torch.complex64)
+    b = torch.tensor([1 - 1j, 2 + 0.5j], dtype=torch.complex64)
+    check_optimize(lambda x, y: (x * y).abs() + 1, a, b)
+    check_optimize(lambda x, y: x / y + x.conj() * 2, a, b)
+    check_optimize(lambda x, y: torch.view_as_real(x * y).sum(), a, b)
+
+    def inplace(x, y):
+        x.mul_(y)
+        return x.abs()
+    check_optimize(inplace, a, b)
+
+
+# ---------------------------------------------------------------- bool arithmetic
+
+def test_bool_add_with_alpha():
+    a = torch.tensor([True, True, False, False])
+    b = torch.tensor([True, False, True, False])
+    for alpha in (-1, 2, 1, 0):
+        check_optimize(lambda x, y: torch.add(x, y, alpha=alpha), a, b)
+
+    def inplace(x, y):
+        x.add_(y, alpha=-1)
+        return x
+    check_optimize(inplace, a, b)
+    check_optimize(lambda x, y: x * y + x, a, b)
+
+
+# ---------------------------------------------------------------- slices
+
+def test_empty_step_slice():
+    check_optimize(lambda x: x[0:0:2] * 1, torch.arange(5.0))
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 7])
+def test_slice_extents_every_start_stop(step):
+    x = torch.arange(6.0)
+    bounds = [None, -9, -6, -4, -1, 0, 1, 3, 5, 6, 9]
+    check_optimize(lambda t: tuple(t[start:stop:step] + 1 for start in bounds for stop in bounds), x)
+
+
+# ---------------------------------------------------------------- constants that do not fit
+
+def test_pad_int_with_inf_raises_like_eager():
+    x = torch.arange(5, dtype=torch.int32)
+    check_optimize(lambda t: F.pad(t, (1, 1), value=INF), x)
+    check_optimize(lambda t: F.pad(t, (1, 1), value=2.5), x)
+    check_optimize(lambda t: F.pad(t, (1, 1), value=300), torch.arange(5, dtype=torch.uint8))
+    check_optimize(lambda t: t + torch.full((5,), 300, dtype=torch.uint8), torch.arange(5, dtype=torch.uint8))
+    check_optimize(lambda t: F.pad(t, (1, 1), value=-INF), torch.arange(5.0))
+
+
+# ---------------------------------------------------------------- statement order
+
+def test_value_taken_before_its_buffer_is_written():
+    def f(x, y):
+        t = x * 1
+        x.add_(y)
+        return t.to(torch.float16)
+
+    for _ in range(2):  # every call, not only the first
+        check_optimize(f, torch.randn(4), torch.randn(4))
+
+
+# ---------------------------------------------------------------- argument names
+
+NAMES = ["Tensor", "dt_f32", "x_shape", "inputs", "fail", "env", "prologue", "seg0", "eager", "_k0", "s0", "math",
+         "torch", "fusion", "DataType", "computation", "aten", "_overlap", "isinstance"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_argument_names_never_collide(name):
+    src = (f"def f({name}, x):\n    x.add_(1)\n    return {name} * 2.5 + x.sum(0), {name}[::2]\n")
+    g = {"torch": torch}
+    exec(src, g)
+    check_optimize(g["f"], torch.randn(4, 3), torch.randn(4, 3))
