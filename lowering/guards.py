@@ -403,12 +403,14 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         flush()
     syms = sorted(local, key=lambda s: s.name)
     body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")
-    # a guard's ``//`` or ``%`` by an extent that is 0 in this call (``x.chunk(3)`` on a size-0 dim)
-    # means the plan's assumption does not hold: a failed guard, not a ZeroDivisionError
-    groups.append([Check("False", "the guards' arithmetic divides by zero for this call (an extent the plan "
-                                  "assumes nonzero is 0)", ())])
-    src = ("def prologue(inputs):\n    try:\n" + "\n".join("    " + b for b in body) +
-           f"\n    except ZeroDivisionError:\n        fail({len(groups) - 1}, locals())\n")
+    src = "def prologue(inputs):\n" + "\n".join(body) + "\n"
+    if any("//" in line or " % " in line for line in body):
+        # a guard's ``//`` or ``%`` by an extent that is 0 in this call (``x.chunk(3)`` on a size-0
+        # dim) means the plan's assumption does not hold: a failed guard, not a ZeroDivisionError
+        groups.append([Check("False", "the guards' arithmetic divides by zero for this call (an extent the "
+                                      "plan assumes nonzero is 0)", ())])
+        src = ("def prologue(inputs):\n    try:\n" + "\n".join("    " + b for b in body) +
+               f"\n    except ZeroDivisionError:\n        fail({len(groups) - 1}, locals())\n")
 
     def fail(k: int, env: dict) -> None:
         """Cold path: find the first failing check of group ``k`` and say what it saw."""
