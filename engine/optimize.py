@@ -132,7 +132,7 @@ def _log_result(rep: SaturationReport, ex: Extraction, view: EGraphView, out: Tr
         lg.info("rules that matched: %s", ", ".join(f"{k} x{v}" for k, v in fired.items()))
     if rep.hit_limit:
         lg.info("budget reached: %s", "; ".join(rep.hit_limit))
-    lg.info("extracted with %s from %d e-nodes: DAG cost %.4g (tree %.4g)%s", ex.method, len(view.nodes), ex.dag_cost,
-            ex.tree_cost, f"; {ex.note}" if ex.note else "")
+    lg.info("extracted with %s from %d e-nodes: DAG cost %.4g%s", ex.method, len(view.nodes), ex.dag_cost,
+            f"; {ex.note}" if ex.note else "")
     lg.info("engine timings (ms): %s", ", ".join(f"{k}={v * 1e3:.1f}" for k, v in timings.items()))
     lg.debug("chosen program:\n%s", out)

@@ -141,11 +141,10 @@ def test_requires_grad_goes_through_forward_and_backward_plans():
     torch._dynamo.reset()
     f = satfuse.jit(lambda x: (x * 3).sum())
     x = torch.randn(3, requires_grad=True)
-    before = len(satfuse.compiled_plans())
     f(x).backward()
     assert torch.allclose(x.grad, torch.full((3,), 3.0))
     assert f.stats()["grad_calls"] == 1 and f.cache.compiles == 0
-    kinds = [p.kind for p in satfuse.compiled_plans()[before:]]
+    kinds = [p.kind for p in satfuse.compiled_plans()[-2:]]  # the list keeps the newest 32
     assert kinds == ["forward", "backward"], kinds
     with torch.no_grad():
         assert torch.allclose(f(x), (x * 3).sum())
