@@ -146,6 +146,8 @@ def run_gym(args) -> int:
                             "seconds": secs, "ilp_seconds": ref["seconds"], "note": ex.note})
             row += f"{r:>16.4f} {tr:>7.3f} "
         print(row)
+    if args.optima_only:
+        return 0
     print("-" * len(head))
     print(f"{'geomean (' + str(len(files)) + ' files)':<58} {'':>7} " + " ".join(
         f"{geomean([r for _, r, _ in ratios[m]]):>16.4f} {geomean([t for _, _, t in ratios[m]]):>7.3f}" for m in methods))

@@ -509,8 +509,10 @@ def _milp_within(seconds: float, *args, **kwargs):
 
     HiGHS checks its time limit only between steps, and some steps of its root node run for
     many seconds (6 s past a 1 s limit seen on extraction-gym's math_associate_adds), so it
-    runs on a daemon thread (HiGHS releases the GIL) and is abandoned at the deadline: the
-    caller goes on at once, and the abandoned solve stops itself at its next time check."""
+    runs on a thread (HiGHS releases the GIL) and is abandoned at the deadline: the caller
+    goes on at once, and the abandoned solve stops itself at its next time check. The thread
+    is not a daemon: an interpreter exiting meanwhile waits for it (a daemon thread killed
+    inside HiGHS aborts the process: "terminate called without an active exception")."""
     milp = _scipy()[3]
     out: list = []
 
@@ -520,7 +522,7 @@ def _milp_within(seconds: float, *args, **kwargs):
         except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
             out.append(e)
 
-    t = threading.Thread(target=solve, name="satfuse-ilp", daemon=True)
+    t = threading.Thread(target=solve, name="satfuse-ilp")
     t.start()
     t.join(seconds + 0.02)
     if out and isinstance(out[0], BaseException):
