@@ -40,6 +40,8 @@ import torch.utils._sympy.functions as tsf
 from satfuse.engine.ir import DTYPES, Namespace, ScalarType, TensorType, Trace, Var
 from sympy.core.relational import Relational
 
+from .obligations import shape_guards
+
 from .aliasing import Pattern, describe, guard_source, written_positions
 from .aliasing import pattern as alias_pattern
 
@@ -400,6 +402,17 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         seen.add(ob)
         _need_bound(ob, local, "extent obligation")
         check(pyexpr(ob, local), relation_text(ob, shown), _inputs_of(ob, None, ins))
+        flush()
+    for g, ob in shape_guards(trace):  # the shape obligations of the rules behind the chosen nodes
+        if g in seen:
+            continue
+        seen.add(g)
+        why = f" (obligation {ob.kind!r} of rule {', '.join(ob.rules)})"
+        if g is sympy.false:
+            check("False", f"the plan is never valid{why}", ())
+        else:
+            _need_bound(g, local, "rule obligation")
+            check(pyexpr(g, local), relation_text(g, shown) + why, _inputs_of(g, None, ins))
         flush()
     syms = sorted(local, key=lambda s: s.name)
     body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")

@@ -75,7 +75,8 @@ def shape_guards(trace: Trace) -> list[tuple[Any, Obligation]]:
     for ob in trace.obligations:
         if ob.kind != "le":
             continue
-        g = sympy.Le(sympy.sympify(ob.args[0]), sympy.sympify(ob.args[1]))
+        # normalized as guards.extent_obligations writes its facts (e >= 0), so a duplicate is seen once
+        g = sympy.Ge(sympy.expand(sympy.sympify(ob.args[1]) - sympy.sympify(ob.args[0])), 0)
         if g is not sympy.true:
             out.append((g, ob))
     return out
