@@ -40,10 +40,9 @@ import torch.utils._sympy.functions as tsf
 from satfuse.engine.ir import DTYPES, Namespace, ScalarType, TensorType, Trace, Var
 from sympy.core.relational import Relational
 
-from .obligations import shape_guards
-
 from .aliasing import Pattern, describe, guard_source, written_positions
 from .aliasing import pattern as alias_pattern
+from .obligations import shape_guards
 
 
 class GuardError(ValueError):
