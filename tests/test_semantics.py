@@ -124,6 +124,21 @@ def test_complex_arithmetic_is_exact():
     check_optimize(inplace, a, b)
 
 
+def test_complex_literal_written_through_a_view():
+    def f(a):
+        a[:, 0] = -1
+        return a
+
+    check_optimize(f, torch.tensor([[1 + 2j, 3j]], dtype=torch.complex64))
+
+
+def test_clamp_with_nan_bound():
+    x = torch.tensor([-1.5, 0.0, NAN, INF, 2.0], dtype=torch.float64)
+    check_optimize(lambda t: torch.clamp(t, min=NAN), x)
+    check_optimize(lambda t: torch.clamp(t, max=NAN), x)
+    check_optimize(lambda t: torch.clamp(t, min=-1.0, max=1.0), x)
+
+
 # ---------------------------------------------------------------- bool arithmetic
 
 def test_bool_add_with_alpha():

@@ -238,10 +238,15 @@ def _where(b: Builder, c: Any, x: Any, y: Any) -> Var:
 def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
     if b.n.target._overloadpacket is aten.clamp_max:
         lo, hi = None, lo
-    if lo is not None:
-        x = b("maximum", x, lo) if isinstance(lo, Var) else b("where", b("lt", x, lo), lo, x)
-    if hi is not None:
-        x = b("minimum", x, hi) if isinstance(hi, Var) else b("where", b("gt", x, hi), hi, x)
+    for bound, op, cmp in ((lo, "maximum", "lt"), (hi, "minimum", "gt")):
+        if bound is None:
+            continue
+        if isinstance(bound, Var):
+            x = b(op, x, bound)
+        elif isinstance(bound, float) and bound != bound:  # eager: a nan bound makes every element nan
+            x = b("add", x, bound)
+        else:
+            x = b("where", b(cmp, x, bound), bound, x)
     return b.result(x)
 
 

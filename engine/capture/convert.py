@@ -120,6 +120,9 @@ class Converter:
             if flat.numel() == 0 or bool((flat == flat[0]).all()):
                 value = flat[0].item() if flat.numel() else 0
                 typ = TensorType(dtype_name(obj.dtype), tuple(obj.shape), _dev(obj.device))
+                if obj.dtype.is_complex:  # the vocabulary has no complex values: torch makes it
+                    return self.emit("aten.full.default", (tuple(obj.shape), value), None, hint="literal",
+                                     kwargs={"dtype": obj.dtype, "device": obj.device}, out_type=typ)
                 return self.emit("full", (tuple(obj.shape), value, typ.dtype), None, hint="literal", out_type=typ)
         raise CaptureError(f"node {n.name}: get_attr {n.target!r}: a tensor constant in the traced program "
                            "(a literal tensor with distinct values?): tensors must be inputs, not constants")
