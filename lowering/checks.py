@@ -55,7 +55,7 @@ METADATA_ONLY = frozenset({
     "native_group_norm_backward", "_softmax", "_log_softmax", "mean", "sum", "var_mean", "amax", "amin", "max",
     "min", "triu", "tril", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like", "full", "full_like",
     "arange", "scalar_tensor", "lift_fresh_copy", "fill", "constant_pad_nd", "upsample_nearest2d",
-    "upsample_bilinear2d", "tanh", "sigmoid", "exp", "log", "relu", "gelu", "erf", "pow", "sqrt", "rsqrt",
+    "upsample_bilinear2d", "tanh", "sigmoid", "exp", "log", "relu", "gelu", "erf", "sqrt", "rsqrt",
 })
 
 
