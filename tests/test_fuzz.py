@@ -25,7 +25,6 @@ COUNTS = {"optimize": 30, "jit": 8, "compile": 3}
 KNOWN: dict[tuple[str, int], str] = {
     ("optimize", 2): "capture-fuzz-inplace-view-op-on-input.py",
     ("optimize", 9): "capture-fuzz-out-into-input-not-written.py",
-    ("optimize", 14): "safety-fuzz-complex-clone-aliases-input.py",
     ("optimize", 16): "capture-fuzz-view-read-after-base-inplace.py",
     ("optimize", 25): "semantics-fuzz-dead-op-eager-rejects.py",
     ("jit", 2): "capture-fuzz-inplace-view-op-on-input.py",
