@@ -694,14 +694,17 @@ def _first(e: BaseException) -> str:
 
 
 REFUSALS = ("UnsupportedError", "CaptureError")
+#: build-time refusals of example inputs a plan cannot serve (optimize's aliasing check)
+INPUT_REFUSALS = r"cannot have a plan"
 
 
 def _refusal(e: BaseException | None) -> bool:
     """A clear refusal at build time: an unsupported-form error of satfuse's (as such, or as
-    the cause of jit's RecompileError / Dynamo's BackendCompilerFailed)."""
+    the cause of jit's RecompileError / Dynamo's BackendCompilerFailed), or a GuardError
+    saying the example inputs cannot have a plan."""
     while e is not None:
         names = {c.__name__ for c in type(e).__mro__}
-        if names & set(REFUSALS):
+        if names & set(REFUSALS) or "GuardError" in names and re.search(INPUT_REFUSALS, str(e)):
             return "bug" not in str(e).lower()
         e = e.__cause__
     return False
