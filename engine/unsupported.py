@@ -27,6 +27,12 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "the IR binds every extent from input shapes and scalar arguments; a tensor's value is not known "
         "when the plan is built",
     ),
+    Unsupported(
+        "an in-place metadata change of an input (t_, transpose_, squeeze_, unsqueeze_, resize_, as_strided_, set_)",
+        r"has its metadata changed in place",
+        "a plan computes values and writes them into the caller's buffers; it cannot change the caller's tensor "
+        "object's shape or strides (capture refuses it: engine/capture)",
+    ),
 )
 
 
