@@ -572,9 +572,9 @@ def select(op_id: str, limit: int | None) -> list[Case]:
 # records that sample as a failure, starts a fresh worker and goes on with the op's next
 # sample. ``jobs=0`` runs everything inline (no timeout; for debugging).
 
-TIMEOUT = float(os.environ.get("SATFUSE_OPINFO_TIMEOUT", "20"))
+TIMEOUT = float(os.environ.get("SATFUSE_OPINFO_TIMEOUT", "60"))
 JOBS = int(os.environ.get("SATFUSE_OPINFO_JOBS", str(min(2, os.cpu_count() or 1))))
-_STARTUP = 120.0  # a fresh worker imports torch, op_db and satfuse and warms up capture
+_STARTUP = 600.0  # a fresh worker imports torch, op_db and satfuse and warms up capture (slow on a loaded machine)
 
 
 def _serve(conn: Any) -> None:
@@ -717,7 +717,7 @@ class Runner:
         op = w.op_id
         if op is None:
             if not w.ready:
-                raise RuntimeError(f"an OpInfo worker failed to start: {why}")
+                raise RuntimeError(f"an OpInfo worker failed to start within {_STARTUP:.0f} s: {why}")
             return
         if w.current is None:  # died outside any sample (building them)
             self.partial[op].append(Result(op, "-", -1, "(between samples)", "fail", why))
