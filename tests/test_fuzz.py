@@ -23,14 +23,11 @@ COUNTS = {"optimize": 30, "jit": 8, "compile": 3}
 
 #: (mode, program index) -> the finding (in /work/findings) that tracks its failure
 KNOWN: dict[tuple[str, int], str] = {
-    ("optimize", 6): "safety-fuzz-where-same-operand-aliases-input.py",
     ("optimize", 12): "semantics-fuzz-complex-setitem-notinvocab.py",
-    ("optimize", 14): "safety-fuzz-complex-clone-aliases-input.py",
     ("optimize", 16): "capture-fuzz-view-read-after-base-inplace.py",
     ("optimize", 18): "capture-fuzz-t-inplace-expanded-input.py",
     ("optimize", 20): "capture-fuzz-out-dtype-cast-not-checked.py",
     ("optimize", 25): "semantics-fuzz-dead-op-eager-rejects.py",
-    ("jit", 6): "safety-fuzz-where-same-operand-aliases-input.py",
     ("compile", 2): "other-fuzz-compile-squeeze-input-indexerror.py",
 }
 
