@@ -38,15 +38,12 @@ def prologue(inputs):
     # y: i64[8]
     if not (isinstance(y, Tensor) and y.dtype is dt_i64 and y.is_cpu and y.dim() == 1):
         fail(2, locals())
-    # input aliasing: no two inputs share memory
-    if not (((len({x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr()}) == 2) or _alias_pattern(inputs, ()) == _expected_aliasing)):
-        fail(3, locals())
     # x.shape == (8, 16)
     if not (x.shape == (8, 16)):
-        fail(4, locals())
+        fail(3, locals())
     # y.shape == (8,)
     if not (y.shape == (8,)):
-        fail(5, locals())
+        fail(4, locals())
     return {}
 
 @fusion
