@@ -279,3 +279,27 @@ def test_kv_cache_index_out_of_range_raises_before_writing():
     with pytest.raises(IndexError):
         plan(cache, torch.tensor([3, 9]), torch.randn(2, 2, 4))
     assert torch.equal(cache, torch.zeros(2, 8, 4))
+
+
+def test_in_place_result_dtype_is_checked_like_eager():
+    def f(b):
+        b.mul_(0.5)
+        return b
+
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        f(torch.ones(3, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        satfuse.optimize(f, torch.ones(3, dtype=torch.bool))
+
+
+def test_order_dependent_overlapping_write_is_refused():
+    """``b.mul_(b.unbind(-2)[0])``: eager's values depend on its loop order (the operand is a
+    non-dense view of b); no plan can promise them, so capture refuses clearly."""
+
+    def f(b):
+        t = b.unbind(-2)[0]
+        b.mul_(t)
+        return t
+
+    with pytest.raises(CaptureError, match="loop order"):
+        capture(f, torch.randn(2, 2, 1))

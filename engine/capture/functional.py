@@ -62,9 +62,13 @@ class TracingLock:
 TRACING = TracingLock()
 
 
-class SelfOverlapError(RuntimeError):
-    """A write eager refuses because the written tensor overlaps itself or an operand in memory.
-    A RuntimeError, like eager's."""
+class EagerError(RuntimeError):
+    """An error eager raises for this program (capture raises it as it is: a RuntimeError, as in
+    eager, never wrapped in a CaptureError)."""
+
+
+class SelfOverlapError(EagerError):
+    """A write eager refuses because the written tensor overlaps itself or an operand in memory."""
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,75 @@ class _OverlapCheck(TorchDispatchMode):
                             f"{func}: unsupported operation: some elements of the input tensor and the written-to "
                             "tensor refer to a single memory location. Please clone() the tensor before performing "
                             "the operation.")
+                    if r is not w and _order_dependent(w, r):
+                        raise OrderDependentWriteError(
+                            f"{func} reads a tensor that overlaps the tensor it writes element by element in another "
+                            "layout (eager's result then depends on its loop order, which a functional plan cannot "
+                            "reproduce): clone() the operand before the in-place op")
+            if written and torch.Tag.pointwise in func.tags and args and args[0] is written[0]:
+                _check_result_castable(func, args, kwargs)
         return func(*args, **kwargs)
+
+
+class OrderDependentWriteError(RuntimeError):
+    """An in-place op whose eager result depends on the order its loop visits overlapping elements
+    (refused: see ``_order_dependent``)."""
+
+
+def _check_result_castable(func: Any, args: tuple, kwargs: dict) -> None:
+    """An in-place pointwise op must be able to cast its result to the written tensor's dtype, as
+    eager checks (``b.mul_(0.5)`` on a bool tensor raises); functionalization would just cast."""
+    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+    self = args[0]
+    operands = [a for a in (*args, *kwargs.values()) if isinstance(a, (torch.Tensor, int, float, complex))
+                and not isinstance(a, bool)]
+    try:
+        _, result = elementwise_dtypes(*operands, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
+    except Exception:  # noqa: BLE001 - operands promotion does not apply to: leave it to the op
+        return
+    if not torch.can_cast(result, self.dtype):
+        raise EagerError(f"result type {_dtype_word(result)} can't be cast to the desired output type "
+                           f"{_dtype_word(self.dtype)}")
+
+
+def _dtype_word(dt: torch.dtype) -> str:
+    return {torch.float32: "Float", torch.float64: "Double", torch.bool: "Bool", torch.int64: "Long",
+            torch.int32: "Int", torch.float16: "Half", torch.bfloat16: "BFloat16"}.get(dt, str(dt))
+
+
+def _order_dependent(w: torch.Tensor, r: torch.Tensor) -> bool:
+    """``r`` shares memory with ``w`` and some element of ``w`` is written while another position
+    of the loop reads it (eager's "too hard" overlap, which it runs in loop order). False when each
+    position reads exactly the element it writes (``x.mul_(x)`` through another view object)."""
+    import numpy as np
+
+    try:
+        same = w.untyped_storage()._cdata == r.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001
+        return False
+    if not same or w.element_size() != r.element_size():
+        return False
+    (ws, wt, wo), (rs, rt, ro) = _geometry(w), _geometry(r)
+    if _numel(ws) == 0 or _numel(rs) == 0 or _numel(ws) > 1 << 22:
+        return False
+
+    def offsets(size: list[int], stride: list[int], off: int, shape: list[int]) -> Any:
+        pad = len(shape) - len(size)
+        grid = np.full([1] * len(shape), off, dtype=np.int64)
+        for d, (n, st) in enumerate(zip(size, stride)):
+            ax = [1] * len(shape)
+            ax[pad + d] = n
+            grid = grid + (np.arange(n, dtype=np.int64) * st).reshape(ax)
+        return np.broadcast_to(grid, shape)
+
+    try:
+        wr = offsets(ws, wt, wo, ws)
+        rd = offsets(rs, rt, ro, ws)
+    except ValueError:  # not broadcastable to the written shape: not a pointwise read
+        return False
+    hit = np.isin(rd, wr)
+    return bool((hit & (rd != wr)).any())
 
 
 def _geometry(t: torch.Tensor) -> tuple[list[int], list[int], int]:

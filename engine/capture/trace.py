@@ -26,7 +26,7 @@ from ..ir import IRError, Namespace, Trace
 from ..log import quiet_torch_tracing
 from .convert import CaptureError, Converter
 from .eager_checks import EagerRefusal, with_eager_checks
-from .functional import TRACING, MetadataMutationError, SelfOverlapError, trace_functional
+from .functional import TRACING, EagerError, MetadataMutationError, OrderDependentWriteError, trace_functional
 from .symbols import range_guards
 
 aten = torch.ops.aten
@@ -131,9 +131,9 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
         # data-dependent ``(mask == 1).all()`` shortcut)
         with mode, quiet_torch_tracing(), torch.compiler._compile_session_context():
             fg = trace_functional(flat_fn, fakes, decomposition_table())
-    except (IRError, SelfOverlapError, EagerRefusal):
+    except (IRError, EagerError, EagerRefusal):
         raise
-    except MetadataMutationError as e:
+    except (MetadataMutationError, OrderDependentWriteError) as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
     except Exception as e:  # torch raises many kinds; say where it came from
         raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
