@@ -219,6 +219,14 @@ def self_copy(x, y):
     return x + y
 
 
+def copy_twice(x, a, b):
+    """y.copy_(a).copy_(b) on an intermediate: functionalized to copy(copy(y, a), b), whose first
+    copy only fixed shape and dtype (functionalize/copy-copy)."""
+    y = x * 2
+    y.copy_(a).copy_(b)
+    return y + 1
+
+
 def split_whole(x):
     """a split into one piece: a full slice."""
     return torch.split(x, x.shape[1], 1)[0] * 2
@@ -298,6 +306,9 @@ CASES: list[Case] = [
     Case("self_copy", self_copy, lambda: (torch.randn(3, generator=_gen(31)), torch.randn(3, generator=_gen(32)))),
     Case("split_whole", split_whole, lambda: (torch.randn(3, 8, generator=_gen(33)),)),
     Case("split3_cat", split3_cat, lambda: (torch.randn(2, 3, 10, generator=_gen(34)), 3, 4), dynamic=True),
+    Case("copy_twice", copy_twice, lambda: (torch.randn(3, 4, generator=_gen(82)),
+                                           torch.randn(1, 4, generator=_gen(83)),
+                                           torch.randn(3, 4, dtype=torch.float64, generator=_gen(84)))),
     Case("kv_slice_write", kv_slice_write, lambda: (torch.randn(2, 8, 4, generator=_gen(80)),
                                                    torch.randn(2, 2, 4, generator=_gen(81)))),
     Case("tail_slice", tail_slice, lambda: (torch.randn(3, 8, generator=_gen(35)),), dynamic=True),

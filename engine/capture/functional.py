@@ -175,7 +175,7 @@ class _OverlapCheck(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         schema = getattr(func, "_schema", None)
-        if schema is not None and schema.is_mutable:
+        if schema is not None and schema.is_mutable and torch.Tag.inplace_view not in func.tags:
             written, read = [], []
             for i, a in enumerate(schema.arguments):
                 v = args[i] if i < len(args) else kwargs.get(a.name)
