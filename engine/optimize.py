@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import time
@@ -14,9 +15,9 @@ from .costs import CostModel
 from .decode import decode
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
-from .ir import Trace
+from .ir import Trace, flat_args
 from .pool import POOL
-from .session import Budget, RuleError, SaturationReport, Session, Source, rule_location
+from .session import Budget, PhaseReport, RuleError, SaturationReport, Session, Source, StopReason, rule_location
 
 #: e-graph size above which facts are deleted before serializing (the deleting run costs more
 #: than it saves on small e-graphs: CE forward+backward has ~600 e-nodes, Adam over 10 ~1,900)
@@ -68,6 +69,9 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     """Saturate ``trace`` with the rules in ``sources`` (phase by phase) and extract the
     cheapest equivalent program for ``target`` ('nvfuser' or 'eager')."""
     log.register_with_torch()
+    if _has_negative_zero(trace):
+        return _unoptimized(trace, phases, "the program has a -0.0 constant, which egglog's f64 equality merges "
+                                           "with 0.0 (x / -0.0 would become +inf)")
     timings: dict[str, float] = {}
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
     t_load = time.perf_counter()
@@ -118,6 +122,22 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     _log_result(rep, ex, view, out, timings)
     return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sess,
                         {v.name: var_class[id(v)] for v in all_vars}, {v.name: enc.ref_of(v) for v in all_vars})
+
+
+def _has_negative_zero(trace: Trace) -> bool:
+    for n in trace.nodes:
+        for a in flat_args(n.args, n.kwargs):
+            if type(a) is float and a == 0.0 and math.copysign(1.0, a) < 0:
+                return True
+    return False
+
+
+def _unoptimized(trace: Trace, phases: Sequence[str], why: str) -> EngineResult:
+    """The captured program as the plan, no rule applied: for programs the e-graph cannot hold
+    exactly. Never a wrong answer; the report says why every phase was skipped."""
+    log.engine.info("engine skipped: %s; the captured program is the plan", why)
+    rep = SaturationReport(phases=[PhaseReport(p, stop=StopReason("skipped", why)) for p in phases])
+    return EngineResult(trace, rep, Extraction({}, 0.0, 0.0, "none", note=f"engine skipped: {why}"))
 
 
 def _log_result(rep: SaturationReport, ex: Extraction, view: EGraphView, out: Trace, timings: dict[str, float]) -> None:

@@ -61,3 +61,19 @@ def test_reference_segment_frees_dead_intermediates():
     for _ in range(10):
         want = torch.exp(-want)
     torch.testing.assert_close(fd.execute([t])[0], want)
+
+
+def test_negative_zero_constant_is_kept():
+    """egglog's f64 equality merges -0.0 with 0.0: a program with a -0.0 constant is not put in
+    the e-graph (the captured program is the plan, and the report says why)."""
+
+    def f(x, s):
+        return x / s
+
+    x = torch.ones(2)
+    plan = satfuse.optimize(f, x, -0.0)
+    torch.testing.assert_close(plan(x, -0.0), f(x, -0.0))
+    assert torch.isneginf(plan(x, -0.0)).all()
+    assert all(p.stop.kind == "skipped" for p in plan.engine.saturation.phases)
+    plus = satfuse.optimize(f, x, 0.0)
+    assert torch.isposinf(plus(x, 0.0)).all()
