@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="programs per rule in the differential test (default 3)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON ('-' for stdout)")
     p.add_argument("--quiet", action="store_true", help="print only the summary and the problems, not the table")
-    p.add_argument("--verbose", action="store_true", help="log each program and each rule as it is checked")
+    p.add_argument("--verbose", action="store_true",
+                   help="log each program and each rule as it is checked (on stderr; always when stderr is a terminal)")
     return p
 
 
@@ -48,14 +49,15 @@ def run_rules_check(args: argparse.Namespace) -> tuple[int, CoverageReport | Non
             args.paths, corpus=args.corpus, builtin_corpus=not args.no_builtin_corpus,
             builtin_rules=not args.no_builtin_rules, only_paths=args.only, soundness=not args.no_soundness,
             examples=args.examples, max_programs=args.max_programs,
-            log=(lambda m: print(m, file=sys.stderr)) if args.verbose else None)
+            log=(lambda m: print(m, file=sys.stderr)) if args.verbose or sys.stderr.isatty() else None)
     except RuleError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2, None
     text = report.table()
     if args.quiet:
         text = "\n".join(text.split("\n\n", 1)[-1:])
-    print(text)
+    if args.json != "-":  # `--json -`: stdout carries only the JSON
+        print(text)
     if args.json:
         if args.json == "-":
             print(report.dumps())
@@ -68,6 +70,68 @@ def main_rules_check(argv: Sequence[str] | None = None) -> int:
     """Entry for ``python -m satfuse rules check``; returns the exit status."""
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     return run_rules_check(args)[0]
+
+
+def why_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m satfuse rules why",
+        description="Why a rule did (not) fire on a program: its nearest partial matches in the saturated e-graph, "
+                    "which atoms matched which program values (by trace line), and the first atom or :when "
+                    "condition that failed, with the value it saw.")
+    p.add_argument("rule", help="the rule's name (pack/what-it-does)")
+    p.add_argument("file", help="a .py file with `program` and `example_inputs()` (or a corpus file with CASES)")
+    p.add_argument("--case", help="which program of a corpus file (default: the first)")
+    p.add_argument("--rules", action="append", default=[], metavar="PATH", help="extra rule file or folder")
+    p.add_argument("--dynamic", action="store_true", help="make every input extent symbolic")
+    p.add_argument("--top", type=int, default=3, help="partial matches to show (default 3)")
+    p.add_argument("--svg", metavar="OUT", help="draw the e-graph around the matches (Graphviz's dot)")
+    p.add_argument("--limit", type=int, default=200, help="e-nodes in the picture at most (default 200)")
+    return p
+
+
+def main_rules_why(argv: Sequence[str] | None = None) -> int:
+    """Entry for ``python -m satfuse rules why RULE FILE``."""
+    from .corpus import load_corpus
+    from .forcing import run_program
+    from .forms import rule_form
+    from .packs import load_catalogue
+    from .why import why
+
+    args = why_parser().parse_args(list(argv) if argv is not None else None)
+    try:
+        cat = load_catalogue(args.rules)
+        progs = load_corpus([args.file], builtin=False)
+    except RuleError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    info = cat.rule(args.rule)
+    if info is None:
+        print(f"error: no rule {args.rule!r} (see `python -m satfuse rules list`)", file=sys.stderr)
+        return 2
+    prog = next((p for p in progs if p.name == args.case), None) if args.case else progs[0]
+    if prog is None:
+        print(f"error: {args.file} has no program {args.case!r}", file=sys.stderr)
+        return 2
+    if args.dynamic:
+        prog.dynamic = True
+    texts = {s.path: s.text.splitlines() for s in cat.sources}
+    run = run_program(prog, cat.sources, cat.phases)
+    report = why(rule_form(info, texts[info.path]), run, run.facts)
+    print(report.render(args.top))
+    if args.svg:
+        from satfuse.lowering.dot import render
+
+        from .why_dot import why_dot
+
+        dot_text = why_dot(report, args.limit, args.top)
+        try:
+            Path(args.svg).write_bytes(render(dot_text))
+        except RuntimeError as e:
+            Path(args.svg).with_suffix(".dot").write_text(dot_text)
+            print(f"error: {e}; wrote {Path(args.svg).with_suffix('.dot')} instead", file=sys.stderr)
+            return 1
+        print(f"wrote {args.svg}", file=sys.stderr)
+    return 0
 
 
 def fired_table(matches: dict[str, int], catalogue: object | None = None) -> str:

@@ -41,6 +41,7 @@ from .forcing import ProgramRun, coverage_sources, forced_plan, isolated_sources
 from .forms import RuleForm, rule_form
 from .packs import Catalogue
 from .report import CoverageReport, RuleCoverage
+from .why import why_dead
 
 
 def coverage(cat: Catalogue, programs: Sequence[Program], *, soundness: bool = True, examples: int = 20,
@@ -77,6 +78,7 @@ def coverage(cat: Catalogue, programs: Sequence[Program], *, soundness: bool = T
         report.rules.append(rc)
         if rc.dead:
             rc.status = "dead"
+            rc.why = why_dead(f, runs)
             continue
         if not f.directions:
             rc.status, rc.detail = "facts", f.note

@@ -99,3 +99,23 @@ def applications(view: EGraphView, lhs: tuple, rhs: tuple) -> list[Application]:
                         full = next((e for e, rn in match(view, rhs, k, env) if nid not in rn), env)
                     app.envs.append(full)
     return list(out.values())
+
+
+def relation_rows(data: dict) -> dict[str, set[tuple]]:
+    """Relation rows of a serialized e-graph: name -> argument tuples (literals, or class ids)."""
+    raw = data["nodes"]
+    ctype = {k: v.get("type", "") for k, v in data.get("class_data", {}).items()}
+    node_class = {nid: n["eclass"] for nid, n in raw.items()}
+    lit: dict[str, Any] = {}
+    for n in raw.values():
+        t = ctype.get(n["eclass"], "")
+        if t in ("i64", "f64", "String", "bool") and not n["children"]:
+            op = n["op"]
+            lit[n["eclass"]] = int(op) if t == "i64" else float(op) if t == "f64" else (op == "true") if t == "bool" \
+                else op.strip('"')
+    out: dict[str, set[tuple]] = {}
+    for n in raw.values():
+        if ctype.get(n["eclass"], "").startswith("@"):  # egglog gives each relation its own @...Sort
+            kids = tuple(node_class[c] for c in n["children"])
+            out.setdefault(n["op"], set()).add(tuple(lit.get(c, c) for c in kids))
+    return out

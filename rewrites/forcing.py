@@ -25,7 +25,7 @@ from satfuse.engine.session import Budget, RuleError, Session, Source
 from satfuse.engine.vocab import OPS, is_opaque
 
 from .corpus import Program, flat_inputs
-from .ematch import applications
+from .ematch import applications, relation_rows
 from .packs import Catalogue, RuleInfo
 
 #: nodes of the original program besides its ops: roots, inputs and fallback calls
@@ -54,6 +54,7 @@ class ProgramRun:
     base_cost: dict[str, float] = field(default_factory=dict)
     original: set[str] = field(default_factory=set)
     class_types: dict[str, list[TensorType]] = field(default_factory=dict)  # program values' types by e-class
+    facts: dict[str, set[tuple]] = field(default_factory=dict)  # relation rows (see ematch.relation_rows)
 
 
 
@@ -118,6 +119,7 @@ def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str],
         run.error = str(e)
         return run
     run.enc = enc
+    run.facts = relation_rows(data)
     view = EGraphView.from_json(data)
     run.view = view
     input_classes = {run.var_class[id(v)] for v in trace.inputs}

@@ -29,6 +29,7 @@ class RuleCoverage:
     direct_matches: int = 0  # matches judged on their own (both sides on the same operands)
     direct_cases: int = 0  # operand sets on which both sides ran
     counterexample: Counterexample | RuleCounterexample | None = None
+    why: str = ""  # for a dead rule: its nearest partial match over the corpus (rewrites/why.py)
 
     @property
     def dead(self) -> bool:
@@ -76,6 +77,8 @@ class CoverageReport:
                     f"{s['error']} errors; {self.seconds:.1f} s")
         for r in self.dead():
             rows.append(f"DEAD     {r.where}: {r.name} never fired on the corpus")
+            if r.why:
+                rows.append("    why: " + r.why.replace("\n", "\n    "))
         for r in self.unsound():
             rows.append(f"{r.status.upper():<8} {r.where}: {r.name}: {r.detail}")
             if r.counterexample is not None:

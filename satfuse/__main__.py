@@ -120,6 +120,10 @@ def _main(argv: list[str]) -> int:
         from satfuse.rewrites.cli import main_rules_check
 
         return main_rules_check(argv[2:])
+    if argv[:2] == ["rules", "why"]:
+        from satfuse.rewrites.cli import main_rules_why
+
+        return main_rules_why(argv[2:])
     p = argparse.ArgumentParser(prog="python -m satfuse", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("demo", help="optimize seed 002's cross-entropy and print the plan")
@@ -137,6 +141,7 @@ def _main(argv: list[str]) -> int:
     r = sub.add_parser("rules", help="rule-pack tools")
     rsub = r.add_subparsers(dest="rcmd", required=True)
     rsub.add_parser("check", help="parse, type-check, coverage and soundness of rule packs (see `rules check -h`)")
+    rsub.add_parser("why", help="why a rule did (not) fire on a program: nearest partial matches (see `rules why -h`)")
     rsub.add_parser("list", help="list the rules in the built-in packs")
     args = p.parse_args(argv)
 
