@@ -222,14 +222,28 @@ def optimize(fn_or_trace: Callable | Trace, *example_args: Any, options: Options
     if isinstance(fn_or_trace, Trace) and example_kwargs:
         raise TypeError(f"optimize(trace) takes no keyword arguments (got {', '.join(example_kwargs)}); "
                         "satfuse's options go in options=")
+    t0 = time.perf_counter()
     with gc_paused():
         try:
-            return _optimize(fn_or_trace, example_args, example_kwargs, opts)
+            plan = _optimize(fn_or_trace, example_args, example_kwargs, opts)
         except CaptureError as e:
             hint = _option_hint(e, example_kwargs)
             if hint:
                 raise CaptureError(f"{e}\n{hint}") from e
             raise
+    return _account(plan, time.perf_counter() - t0)
+
+
+def _account(plan: Plan, wall: float) -> Plan:
+    """Every second of the call in ``plan.timings``: the stages, then ``other`` for what no stage
+    timed (one-time costs of a first call: imports such as torch._dynamo's, the first catalogue
+    load, a pool worker's start), and ``total`` (the wall time of ``optimize``)."""
+    staged = sum(plan.timings.values())
+    plan.timings["other"] = max(0.0, wall - staged)
+    plan.timings["total"] = wall
+    return plan
+
+
 
 
 def _option_hint(e: Exception, kwargs: dict[str, Any]) -> str:
@@ -275,7 +289,9 @@ def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwar
         timings["capture"] = captured.seconds
         trace, hints = captured.trace, captured.symbol_hints
         aliasing = _example_aliasing(captured)
+    t_cat = time.perf_counter()
     cat = opts.catalogue()
+    timings["catalogue"] = time.perf_counter() - t_cat  # ~0 once the rule set's catalogue is cached
     phases = list(opts.phases) if opts.phases is not None else cat.phases
     engine = optimize_trace(trace, cat.sources, phases, target=opts.target, hints=hints, budget=opts.budget,
                             extractor=opts.extractor)

@@ -79,3 +79,15 @@ def test_compiled_plans_are_inspectable():
     ex = torch._dynamo.explain(f)(x, y)
     assert ex.graph_count == 1
     torch._dynamo.reset()
+
+
+def test_timings_count_every_second_of_the_call():
+    import time
+
+    t0 = time.perf_counter()
+    plan = satfuse.optimize(lambda x: (x * 3).exp(), torch.randn(4))
+    wall = time.perf_counter() - t0
+    t = plan.timings
+    assert {"capture", "catalogue", "saturate", "lower", "other", "total"} <= set(t)
+    stages = sum(v for k, v in t.items() if k != "total")
+    assert abs(stages - t["total"]) < 1e-6 and t["total"] <= wall
