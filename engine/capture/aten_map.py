@@ -408,11 +408,7 @@ def _slice(b: Builder, x: Any, dim: int = 0, start: Any = None, end: Any = None,
     dim %= r
     size = x.type.shape[dim]
     length = b.out_type.shape[dim]
-    start = 0 if start is None else start
-    if isinstance(start, int) and start < 0:
-        start = as_extent(sympy.Max(0, sympy.sympify(size) + start))
-    if isinstance(start, int) and isinstance(size, int):
-        start = min(start, size)
+    start = _start(x, dim, start)
     if start == 0 and length == size and step == 1:
         return b.view(x)
     return b.view(b("slice", x, *_slice_args(x, dim, start, length, step)))
