@@ -753,8 +753,6 @@ class Known:
 #: op id "*": an entry for any op (strict over the whole slice: test_known_failures_for_any_op_still_fail)
 KNOWN: tuple[Known, ...] = (
     Known("copy_", r"^\[inplace float16\].*aliased output .* does not match its input", "capture-opinfo-copy-size0-dtype.py"),
-    Known("div", r"RuleError: .*dtype-conflict", "semantics-opinfo-int-div-rule-dtype-conflict.py"),
-    Known("true_divide", r"RuleError: .*dtype-conflict", "semantics-opinfo-int-div-rule-dtype-conflict.py"),
     Known("index_copy", r"^\[inplace bfloat16\] #0 \(bfloat16\[\].*IndexError: tuple index out of range",
           "capture-opinfo-index-copy-inplace-0d.py"),
 )

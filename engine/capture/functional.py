@@ -213,8 +213,10 @@ def _check_result_castable(func: Any, args: tuple, kwargs: dict) -> None:
     from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
     self = args[0]
-    operands = [a for a in (*args, *kwargs.values()) if isinstance(a, (torch.Tensor, int, float, complex))
-                and not isinstance(a, bool)]
+    # scaling keywords (``alpha``, ``value``) do not take part in type promotion: eager casts them to the
+    # result type (``bool_tensor.add_(other, alpha=-1)`` is allowed)
+    operands = [a for a in (*args, *(v for v in kwargs.values() if isinstance(v, torch.Tensor)))
+                if isinstance(a, (torch.Tensor, int, float, complex)) and not isinstance(a, bool)]
     try:
         _, result = elementwise_dtypes(*operands, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
     except Exception:  # noqa: BLE001 - operands promotion does not apply to: leave it to the op
