@@ -107,7 +107,9 @@ class Plan:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.captured is None:
             return self.lowered(*args)
-        if self.fn is not None and needs_grad(pytree.tree_leaves((args, kwargs)), self.state):
+        live = self.state.live() if self.state else []  # read now: in-place updates and reassignments are seen
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        if self.fn is not None and needs_grad(leaves, live):
             return self._autograd(*args, **kwargs)
         cap = self.captured
         if self.hidden is not None:
@@ -115,9 +117,8 @@ class Plan:
             if changed is not None:
                 raise GuardError(f"guard failed: hidden state changed: {changed} (optimize again for the new state, "
                                  "or use satfuse.jit, which recompiles)")
-        if self.state:
-            args = (*args, *self.state.tensors())  # read now: in-place updates and reassignments are seen
-        leaves, spec = pytree.tree_flatten((args, kwargs))
+        if live:
+            leaves, spec = pytree.tree_flatten(((*args, *(t.detach() for t in live)), kwargs))
         if spec != cap.in_spec:
             raise TypeError(f"plan was built for inputs structured as {cap.in_spec}, got {spec}")
         for i, (got, want) in enumerate(zip(leaves, cap.leaves)):

@@ -80,9 +80,10 @@ class Jitted:
     # ------------------------------------------------------------------ call
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.state:
-            if needs_grad(pytree.tree_leaves((args, kwargs)), self.state):
+            live = self.state.live()  # read now: in-place updates and reassignments are seen
+            if needs_grad(pytree.tree_leaves((args, kwargs)), live):
                 return self._autograd(args, kwargs)
-            return self._call((*args, *self.state.tensors()), kwargs, args)  # read now: updates are seen
+            return self._call((*args, *(t.detach() for t in live)), kwargs, args)
         return self._call(args, kwargs, args)
 
     def _autograd(self, args: tuple, kwargs: dict) -> Any:

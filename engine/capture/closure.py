@@ -42,26 +42,21 @@ class ClosureState:
         out = [f"{self.modules[i][0]}.{k}" for i, k in self.keys]
         return out + [label for label, _ in self.cells]
 
-    def tensors(self) -> list[torch.Tensor]:
-        """The current tensors, detached (plans have no backward; storage is shared, so a
-        write-back into a buffer reaches the module's own buffer)."""
+    def live(self) -> list[torch.Tensor]:
+        """The current tensors as the module holds them (read by attribute path every time, so an
+        in-place update *and* a reassigned ``model.w = nn.Parameter(...)`` are both seen)."""
         out = []
         for i, k in self.keys:
             obj: Any = self.modules[i][1]
             for part in k.split("."):
                 obj = getattr(obj, part)
-            out.append(obj.detach())
-        return out + [c.cell_contents.detach() for _, c in self.cells]
+            out.append(obj)
+        return out + [c.cell_contents for _, c in self.cells]
 
-    def needs_grad(self) -> bool:
-        """Does a parameter or closed-over tensor require grad now (read again, like ``tensors``)?"""
-        for i, k in self.keys:
-            obj: Any = self.modules[i][1]
-            for part in k.split("."):
-                obj = getattr(obj, part)
-            if obj.requires_grad:
-                return True
-        return any(getattr(c.cell_contents, "requires_grad", False) for _, c in self.cells)
+    def tensors(self) -> list[torch.Tensor]:
+        """The current tensors, detached (plan inputs; storage is shared, so a write-back into a
+        buffer reaches the module's own buffer)."""
+        return [t.detach() for t in self.live()]
 
     def call(self, fn: Callable, args: tuple, values: list[Any], kwargs: dict[str, Any] | None = None) -> Any:
         """``fn(*args)`` with every module tensor and closed-over tensor replaced by the matching
@@ -176,13 +171,11 @@ def lift_state(fn: Callable, n_args: int, state: ClosureState, dynamic: Any) -> 
     return with_state, dynamic
 
 
-def needs_grad(leaves: Any, state: ClosureState | None) -> bool:
-    """Would eager record autograd for this call (grad mode on and a tensor that requires grad)?"""
-    if not torch.is_grad_enabled():
-        return False
-    if any(isinstance(x, torch.Tensor) and x.requires_grad for x in leaves):
-        return True
-    return bool(state) and state.needs_grad()
+def needs_grad(*groups: Any) -> bool:
+    """Would eager record autograd for a call reading these values (grad mode on and a tensor that
+    requires grad)?"""
+    return torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                           for g in groups for x in g)
 
 
 
