@@ -135,9 +135,9 @@ class Plan:
         satfuse's ``torch.compile`` backend, whose AOTAutograd path compiles a forward and a backward
         plan (built once, on the first such call; ``grad_calls`` counts them)."""
         if self._grad_fn is None:
-            from satfuse.backend import make_backend
+            from satfuse.backend import autograd_compiled
 
-            self._grad_fn = torch.compile(self.fn, backend=make_backend(self.options), dynamic=False)
+            self._grad_fn = autograd_compiled(self.fn, self.options, dynamic=False)
         self.grad_calls += 1
         return self._grad_fn(*args, **kwargs)
 

@@ -91,13 +91,25 @@ def satfuse_backend(gm: Any, example_inputs: list, mode: str | None = None, opti
 
 def make_backend(options: Any = None, **fields: Any) -> Callable:
     """A backend with satfuse options bound, e.g. ``make_backend({"target": "eager"})`` (the same as
-    ``torch.compile(..., backend="satfuse", options={"target": "eager"})``)."""
-    b = _Backend({**(options or {}), **fields} if not hasattr(options, "catalogue") else options)
+    ``torch.compile(..., backend="satfuse", options={"target": "eager"})``); ``fields`` override."""
+    import dataclasses
+
+    from satfuse.api import Options
+
+    b = _Backend(dataclasses.replace(Options.of(options), **fields))
 
     def satfuse_with_options(gm: Any, example_inputs: list) -> Callable:
         return b(gm, example_inputs)
 
     return satfuse_with_options
+
+
+def autograd_compiled(fn: Callable, options: Any, dynamic: bool) -> Callable:
+    """``fn`` under ``torch.compile`` with satfuse as the backend: the path ``optimize`` and ``jit``
+    plans take for calls that need gradients (AOTAutograd: a forward and a backward plan)."""
+    import torch
+
+    return torch.compile(fn, backend=make_backend(options), dynamic=dynamic)
 
 
 def register() -> bool:

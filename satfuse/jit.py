@@ -89,9 +89,9 @@ class Jitted:
     def _autograd(self, args: tuple, kwargs: dict) -> Any:
         """Through satfuse's torch.compile backend (AOTAutograd: forward and backward plans)."""
         if self._grad_fn is None:
-            from satfuse.backend import make_backend
+            from satfuse.backend import autograd_compiled
 
-            self._grad_fn = torch.compile(self.fn, backend=make_backend(self.options), dynamic=self.dynamic is True)
+            self._grad_fn = autograd_compiled(self.fn, self.options, dynamic=self.dynamic is True)
         self.grad_calls += 1
         return self._grad_fn(*args, **kwargs)
 
