@@ -57,14 +57,24 @@ def attention(x, ln_w, ln_b, w_qkv, b_qkv, w_o, b_o):
 # ---------------------------------------------------------------- inputs
 
 
+#: shape-only devices: "meta", or "empty" (uninitialized CPU tensors: no page is touched). Capture
+#: traces fake copies, so either works at any size; programs that call ``torch.autograd.grad``
+#: cannot be captured from meta inputs (/work/findings/capture-autograd-on-meta.py) and use "empty".
+SHAPE_ONLY = ("meta", "empty")
+
+
+def _empty(shape, device, dtype=torch.float32):
+    return torch.empty(shape, device="meta" if device == "meta" else "cpu", dtype=dtype)
+
+
 def _randn(shape, device, dtype=torch.float32, scale=1.0):
-    if device == "meta":
-        return torch.empty(shape, device="meta", dtype=dtype)
+    if device in SHAPE_ONLY:
+        return _empty(shape, device, dtype)
     return torch.randn(shape, device=device, dtype=dtype) * scale
 
 
 def ce_inputs(device: str, n: int = 8, c: int = 16) -> tuple:
-    y = torch.empty(n, dtype=torch.long, device="meta") if device == "meta" else torch.randint(0, c, (n,), device=device)
+    y = _empty(n, device, torch.long) if device in SHAPE_ONLY else torch.randint(0, c, (n,), device=device)
     return _randn((n, c), device), y
 
 
@@ -73,7 +83,7 @@ def adam_inputs(device: str, n_params: int = 3, numel: int = 12) -> tuple:
     params = [_randn(s, device) for s in shapes]
     grads = [_randn(s, device) for s in shapes]
     exp_avgs = [_randn(s, device, scale=0.1) for s in shapes]
-    exp_avg_sqs = [_randn(s, device).abs() * 0.1 if device != "meta" else _randn(s, device) for s in shapes]
+    exp_avg_sqs = [_randn(s, device).abs() * 0.1 if device not in SHAPE_ONLY else _randn(s, device) for s in shapes]
     return params, grads, exp_avgs, exp_avg_sqs
 
 
@@ -102,9 +112,12 @@ class Program:
     make: Callable[..., tuple]
     size: dict = field(default_factory=dict)
     label: str = ""
+    #: the shape-only device capture reads (see ``SHAPE_ONLY``)
+    shape_device: str = "meta"
 
-    def inputs(self, device: str = "meta") -> tuple:
-        return self.make(device, **self.size)
+    def inputs(self, device: str | None = None) -> tuple:
+        """Inputs on ``device``; by default shape-only ones for capture."""
+        return self.make(device or self.shape_device, **self.size)
 
     @property
     def title(self) -> str:
@@ -114,18 +127,20 @@ class Program:
 #: small, corpus-like sizes (bench/extraction.py --programs)
 SMALL: list[Program] = [
     Program("ce_fwd", ce_fwd, ce_inputs, {"n": 8, "c": 16}),
-    Program("ce_fwd_bwd", ce_fwd_bwd, ce_inputs, {"n": 8, "c": 16}),
+    Program("ce_fwd_bwd", ce_fwd_bwd, ce_inputs, {"n": 8, "c": 16}, shape_device="empty"),
     Program("adam_3", adam, adam_inputs, {"n_params": 3, "numel": 12}),
     Program("layer_norm", layer_norm, ln_inputs, {"n": 4, "d": 16}),
     Program("softmax", softmax, softmax_inputs, {"n": 4, "d": 16}),
+    Program("gpt2_mlp", gpt2_mlp, mlp_inputs, {"b": 2, "t": 8, "d": 24}),
+    Program("attention", attention, attn_inputs, {"b": 2, "t": 8, "d": 24}),
 ]
 
 #: realistic sizes (bench/run.py)
 REAL: list[Program] = [
     Program("ce_fwd", ce_fwd, ce_inputs, {"n": 512, "c": 32768}, "CE fwd [512, 32768]"),
     Program("ce_fwd", ce_fwd, ce_inputs, {"n": 8192, "c": 32768}, "CE fwd [8192, 32768]"),
-    Program("ce_fwd_bwd", ce_fwd_bwd, ce_inputs, {"n": 512, "c": 32768}, "CE fwd+bwd [512, 32768]"),
-    Program("ce_fwd_bwd", ce_fwd_bwd, ce_inputs, {"n": 8192, "c": 32768}, "CE fwd+bwd [8192, 32768]"),
+    Program("ce_fwd_bwd", ce_fwd_bwd, ce_inputs, {"n": 512, "c": 32768}, "CE fwd+bwd [512, 32768]", "empty"),
+    Program("ce_fwd_bwd", ce_fwd_bwd, ce_inputs, {"n": 8192, "c": 32768}, "CE fwd+bwd [8192, 32768]", "empty"),
     Program("adam", adam, adam_inputs, {"n_params": 10, "numel": 2**20}, "Adam 10 x 1M"),
     Program("gpt2_mlp", gpt2_mlp, mlp_inputs, {"b": 8, "t": 1024, "d": 768}, "GPT-2 MLP [8, 1024, 768]"),
     Program("attention", attention, attn_inputs, {"b": 8, "t": 1024, "d": 768}, "GPT-2 attn [8, 1024, 768]"),

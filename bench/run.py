@@ -94,7 +94,7 @@ def optimize_and_measure(prog: Program, target: str) -> dict[str, Any]:
     import satfuse
 
     rec: dict[str, Any] = {"program": prog.title, "name": prog.name, "target": target, "note": ""}
-    inputs = prog.inputs("meta")
+    inputs = prog.inputs()
     try:
         plan = satfuse.optimize(prog.fn, *inputs, options={"target": target, "executor": "reference"})
         trace, hints, captured = plan.trace, plan.captured.symbol_hints, plan.captured.trace
@@ -121,6 +121,7 @@ def optimize_and_measure(prog: Program, target: str) -> dict[str, Any]:
     rec["intermediates"] = [(m.var, m.type, m.bytes) for m in inter]
     rec["traffic"] = modeled
     rec["trace"] = trace
+    rec["steps"] = steps
     return rec
 
 
@@ -138,6 +139,7 @@ def _child(index: int, target: str, q: Any) -> None:
         rec["session_load_s"] = warm.timings.get("load", 0.0)
         tr = rec.pop("traffic")
         rec.pop("trace")
+        rec.pop("steps")
         rec["traffic_table"] = tr.table() if tr is not None else ""
         q.put(("ok", rec))
     except BaseException as e:  # noqa: BLE001 - egglog panics are BaseExceptions
@@ -315,7 +317,7 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
     minimum = {r["program"]: r["minimum_bytes"] for r in recs}
     for prog in progs:  # programs whose quality row is missing (--skip-quality, or it failed)
         if prog.title not in minimum:
-            cap = capture(prog.fn, *prog.inputs("meta"))
+            cap = capture(prog.fn, *prog.inputs())
             minimum[prog.title] = minimum_traffic(cap.trace, cap.symbol_hints).total
     head = (f"{'program':<26} {'variant':<9} {'executor':<10} {'median ms':>10} {'GB/s (min bytes)':>17} "
             f"{'% copy bw':>9} {'peak MiB':>9}  check")

@@ -15,6 +15,10 @@ sizes seen at capture (``hints``); an unknown symbol counts as ``DEFAULT_EXTENT`
 * ``eager``: every op is a kernel that reads its operands and writes its result;
   views (``reshape``, ``squeeze``, ``permute``, ``broadcast_in_dim``) are free.
 
+Views are free for both targets: in a segment nvFuser reads through them, and a view of a
+value from outside every segment is a torch view step, not a segment (``lowering/segments.py``),
+so the two targets agree on what materializes.
+
 The per-node model cannot see segments (they exist only after extraction), so it
 charges no launch per fused segment and treats every fusible op as fusing with its
 neighbours. The plan-level accounting below (:func:`plan_traffic`, :func:`eager_traffic`,
@@ -53,7 +57,7 @@ NOT_FUSIBLE = frozenset({"gather", "scatter", "index_copy", "index_put", "slice_
                          "diagonal_scatter", "slice_scatter_", "index_copy_"})
 #: in-place writes into their first operand's buffer: they move only what they write
 IN_PLACE = frozenset({"slice_scatter_", "index_copy_"})
-#: ops that eager torch runs as views (no kernel, no bytes)
+#: ops that eager torch runs as views (no kernel, no bytes); lowering/support.py's ``view`` column
 EAGER_VIEWS = frozenset({"reshape", "squeeze", "permute", "broadcast_in_dim"})
 TARGETS = ("nvfuser", "eager")
 
@@ -110,6 +114,8 @@ class CostModel:
             # operands produced by fusions must be written out, then read back; the result written
             mat = sum(k.bytes for k in tensor_kids if not k.is_input) + sum(k.bytes for k in tensor_kids)
             return LAUNCH + mat + 2 * out.bytes
+        if name in EAGER_VIEWS:
+            return 1e-3  # never materializes: read through inside a segment, a torch view outside (segments.py)
         cost = out.numel * COMPUTE["transcendental" if name in TRANSCENDENTAL else "default"]
         if name in LOOKUP_NEEDS_INPUT and tensor_kids and not tensor_kids[0].is_input:
             cost += LAUNCH + 2 * tensor_kids[0].bytes  # nvFuser splits here: the looked-up tensor is materialized
@@ -257,7 +263,8 @@ def plan_traffic(steps: Iterable[Any], trace: Trace, hints: dict[str, int] | Non
     writes each of its ``outputs`` and aliased write-backs once; a ``fallback`` reads its
     node's tensor operands and writes its results; a ``copy`` (write-back copy) reads the
     value and writes the buffer; a ``clone`` reads and writes its value. Each segment and
-    fallback is one kernel (copies and clones too)."""
+    fallback is one kernel (copies and clones too), except a fallback that is a torch view
+    (``EAGER_VIEWS``: no kernel, no bytes, as in :func:`eager_traffic`)."""
     roles = _Roles(trace)
     t = Traffic("nvfuser")
     for s in steps:
@@ -282,6 +289,8 @@ def plan_traffic(steps: Iterable[Any], trace: Trace, hints: dict[str, int] | Non
                     t.moves.append(Move("read", v.name, str(v.type), var_bytes(v, hints), n.op, roles(v)))
             written = n.inputs()[-1]  # the values written (last operand)
             t.moves.append(Move("write", buf.name, str(buf.type), var_bytes(written, hints), n.op, "writeback"))
+        elif kind == "fallback" and s.node.op in EAGER_VIEWS:
+            pass  # a torch view of a value from outside the segments: no kernel, nothing moved
         elif kind == "fallback":
             t.kernels += 1
             n = s.node

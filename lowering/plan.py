@@ -43,7 +43,7 @@ from .checks import CheckStep, DataCheck, builtin_checks, place_checks
 from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
 from .obligations import obligation_checks
-from .segments import Fallback, Segment, may_alias_nodes, partition
+from .segments import TORCH_VIEW, Fallback, Segment, may_alias_nodes, partition
 from .writeback import Clone, WriteCopy, plan_writebacks, step_nodes
 
 EXECUTORS = ("auto", "reference", "nvfuser")
@@ -222,10 +222,12 @@ class Plan:
     __repr__ = __str__
 
     def stats(self) -> dict[str, Any]:
-        fb = [s for s in self.steps if isinstance(s, Fallback)]
+        steps = [s for s in self.steps if isinstance(s, Fallback)]
+        fb = [s for s in steps if s.reason != TORCH_VIEW]
         return {
             "segments": len(self.segments),
             "fused_ops": sum(len(s.nodes) for s in self.segments),
+            "torch_views": len(steps) - len(fb),
             "fallback_ops": len(fb),
             "fallback_kinds": dict(Counter(s.node.op for s in fb)),
             "aliased_writebacks": sum(len(s.aliases) for s in self.segments),
@@ -346,7 +348,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                     lines.append(f"{', '.join(defs)} = inplace.{n.op}({', '.join(parts)})  # written in place: "
                                  f"{local(step.in_place)} now holds {n.out.name}")
                 else:
-                    lines.append(f"{', '.join(defs)} = eager.{n.op}({', '.join(parts)})  # fallback: {_brief(step.reason)}")
+                    what = "torch view" if step.reason == TORCH_VIEW else "fallback"
+                    lines.append(f"{', '.join(defs)} = eager.{n.op}({', '.join(parts)})  # {what}: {_brief(step.reason)}")
         elif isinstance(step, WriteCopy):
             reads |= {local(step.buf), step.src}
             lines.append(f"{local(step.buf)}.copy_({step.src})  # write-back {step.buf.name} <- {step.val.name}: "
@@ -399,7 +402,10 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     fname = ns.name(trace.name if trace.name.isidentifier() and not keyword.iskeyword(trace.name) else "computation")
     main = [f"def {fname}(inputs, env=None):"] + ["    " + x for x in head + body]
 
-    prov = f"# satfuse plan: {len(segments)} segment(s), {sum(isinstance(s, Fallback) for s in wb.steps)} fallback op(s); " \
+    n_views = sum(isinstance(s, Fallback) and s.reason == TORCH_VIEW for s in wb.steps)
+    n_fb = sum(isinstance(s, Fallback) for s in wb.steps) - n_views
+    prov = f"# satfuse plan: {len(segments)} segment(s), {n_fb} fallback op(s)" \
+           f"{f', {n_views} torch view(s)' if n_views else ''}; " \
            f"nvFuser {NVFUSER_VERSION} (nvfuser_direct) mapping; executor: {executor}"
     parts = [prov, "", prologue.source.rstrip("\n"), ""]
     for s in segments:
@@ -455,6 +461,7 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
     al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
     inputs = set(in_names)
+    clones = {s.name for s in steps if isinstance(s, Clone)}  # fresh tensors the plan made
     lines: list[str] = []
     seen: set[str] = set()
     for k, o in enumerate(trace.outputs):
@@ -463,7 +470,7 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
         a = aliases[k] if k < len(aliases) else None
         name = rets[k]
         if a is None:
-            if name in inputs or name in seen or al.get(id(o)):
+            if name in inputs or name in seen or (al.get(id(o)) and name not in clones):
                 fresh = name + "_out"
                 while fresh in taken:
                     fresh += "_"

@@ -9,6 +9,15 @@ the segment, on the segment itself) or would put a looked-up tensor (``slice``, 
 fallback steps. Steps are then ordered topologically (ties by creation order), so a
 segment that kept growing past a fallback it does not depend on runs after it.
 
+Views of values from outside every segment (a program input, a fallback's result, or such
+a view again: ``support.is_view``) are not segment work: a segment that holds only them
+would copy or reshape what torch returns as a view. They join no segment in the greedy
+pass; afterwards each segment that reads one re-derives it inside (free: nvFuser reads
+through the view), and a fallback, a program output, a write-back or a looked-up operand
+that needs one gets it as a torch view step (no kernel, nothing moved; nvFuser's alias
+analysis would return it without a kernel too). So no segment copies or reshapes a
+fallback's result, and the plan materializes what an eager run of the same views would.
+
 Segments are named ``seg0, seg1, ...`` in execution order; their inputs and outputs are
 sorted by name. A segment output is any value used outside the segment, by a
 write-back, or as a program output.
@@ -25,7 +34,7 @@ from satfuse.engine.ir import Node, TensorType, Trace, Var
 from satfuse.engine.vocab import is_opaque, resolve_opaque
 
 from .checks import can_raise
-from .support import fallback_reason, segment_input_vars
+from .support import fallback_reason, is_view, segment_input_vars
 
 
 @dataclass(eq=False)
@@ -69,6 +78,9 @@ class Fallback:
 
 
 Step = Union[Segment, Fallback]
+
+#: the reason a free view (module docstring) runs as a torch call
+TORCH_VIEW = "of a value from outside every segment (no kernel)"
 
 #: ops whose result may share storage with their first operand (in torch, and in nvFuser's alias analysis)
 VIEW_OPS = {"reshape", "permute", "squeeze", "broadcast_in_dim", "slice", "cast"}
@@ -141,11 +153,18 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
     deps: dict[int, int] = {}  # id(var) -> bitmask of groups the value depends on (incl. its own)
     group_of: dict[int, int] = {}  # id(var) -> producing group
     cur: int | None = None
+    free = free_views(nodes)  # id(var) -> the view node: placed after the greedy pass
     for n in nodes:
         ins = n.inputs()
         mask = 0
         for v in ins:
             mask |= deps.get(id(v), 0)
+        if n.outs and id(n.outs[0]) in free:  # depends on what its operand does; no group of its own yet
+            src = n.args[0]
+            deps[id(n.out)] = mask
+            if id(src) in group_of:
+                group_of[id(n.out)] = group_of[id(src)]
+            continue
         reason = fallback_reason(n)
         if reason is None:
             ok = cur is not None
@@ -174,9 +193,67 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
         for o in n.outs:
             deps[id(o)] = mask
             group_of[id(o)] = g
+    _place_free_views(trace, nodes, free, groups, kinds, reasons, group_of)
     fallible = {g for g, ns in enumerate(groups) if any(can_raise(n) is not None for n in ns)}
     order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of), fallible)
-    return _make_steps(trace, groups, kinds, reasons, order)
+    return _make_steps(trace, groups, kinds, reasons, order, set(free))
+
+
+def free_views(nodes: list[Node]) -> dict[int, Node]:
+    """id(result) -> node, for each view of a value no segment computes (module docstring)."""
+    fused: set[int] = set()  # values computed by fusible non-view nodes
+    free: dict[int, Node] = {}
+    for n in nodes:
+        src = n.args[0] if n.args else None
+        if is_view(n) and isinstance(src, Var) and id(src) not in fused:
+            free[id(n.out)] = n
+        elif fallback_reason(n) is None:
+            fused.update(id(o) for o in n.outs)
+    return free
+
+
+def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], groups: list[list[Node]],
+                      kinds: list[str], reasons: dict[int, str], group_of: dict[int, int]) -> None:
+    """Put each free view where it is read: inside every segment that reads it (with the free
+    views it is a view of), and as a torch view step for everyone else."""
+    if not free:
+        return
+    order = {id(n): i for i, n in enumerate(nodes)}
+
+    def chain(v: Var) -> list[Node]:
+        out = []
+        while id(v) in free:
+            n = free[id(v)]
+            out.append(n)
+            v = n.args[0]
+        return out
+
+    torch_views: list[Node] = []
+    for g in range(len(groups)):
+        if kinds[g] != "segment":
+            for n in groups[g]:
+                torch_views += [m for v in n.inputs() for m in chain(v)]
+            continue
+        inside: dict[int, Node] = {}
+        for n in groups[g]:
+            looked_up = {id(v) for v in segment_input_vars(n)}
+            for v in data_inputs(n):
+                if id(v) in looked_up:  # nvFuser wants the looked-up tensor as a fusion input
+                    torch_views += chain(v)
+                else:
+                    inside.update((id(m), m) for m in chain(v))
+        if inside:
+            groups[g] = sorted([*groups[g], *inside.values()], key=lambda m: order[id(m)])
+    exported = [o for o in trace.outputs if isinstance(o, Var)] + [val for _, val in trace.writebacks]
+    torch_views += [m for v in exported for m in chain(v)]
+    placed: set[int] = set()
+    for n in sorted(torch_views, key=lambda m: order[id(m)]):
+        if id(n) not in placed:
+            placed.add(id(n))
+            groups.append([n])
+            kinds.append("fallback")
+            reasons[len(groups) - 1] = TORCH_VIEW
+            group_of[id(n.out)] = len(groups) - 1
 
 
 def _blocking(trace: Trace, nodes: list[Node], groups: list[list[Node]], kinds: list[str],
@@ -244,9 +321,9 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict
 
 
 def _make_steps(trace: Trace, groups: list[list[Node]], kinds: list[str], reasons: dict[int, str],
-                order: list[int]) -> list[Step]:
+                order: list[int], free: set[int] = frozenset()) -> list[Step]:  # type: ignore[assignment]
+    """``free``: ids of free views; a segment re-derives those it reads and never exports them."""
     # where each value is used: by which group, or outside every group (outputs, write-backs)
-    group_of_node = {id(n): g for g, ns in enumerate(groups) for n in ns}
     used_outside: dict[int, set[int]] = {}
     for g, ns in enumerate(groups):
         for n in ns:
@@ -269,9 +346,8 @@ def _make_steps(trace: Trace, groups: list[list[Node]], kinds: list[str], reason
                 if id(v) not in produced:
                     ins[id(v)] = v
         outs = [o for n in ns for o in n.outs
-                if id(o) in exported or (used_outside.get(id(o), set()) - {g})]
+                if id(o) not in free and (id(o) in exported or (used_outside.get(id(o), set()) - {g}))]
         seg = Segment(f"seg{k}", list(ns), sorted(ins.values(), key=lambda v: v.name), sorted(outs, key=lambda v: v.name))
-        assert all(group_of_node[id(n)] == g for n in ns)
         steps.append(seg)
         k += 1
     return steps

@@ -45,13 +45,19 @@ class Support:
     source: str
     segment_inputs: tuple[int, ...] = ()
     note: str = ""
+    #: torch runs it as a view (no kernel), and nvFuser's alias analysis returns it without a kernel
+    #: when its operand is a fusion input: on a value from outside a segment it moves nothing
+    view: bool = False
 
 
 SUPPORT: dict[str, Support] = {}
+ALIAS = ("NVIDIA/Fuser csrc/alias_analysis.cpp + csrc/preseg_passes/mark_aliases_prepare.cpp (an output that is "
+         "a view of an input is an alias, evaluated on the host without a kernel)")
 
 
-def _row(op: str, fusible: bool, nvf: str | None, source: str, segment_inputs: tuple[int, ...] = (), note: str = "") -> None:
-    SUPPORT[op] = Support(op, fusible, nvf, source, segment_inputs, note)
+def _row(op: str, fusible: bool, nvf: str | None, source: str, segment_inputs: tuple[int, ...] = (), note: str = "",
+         view: bool = False) -> None:
+    SUPPORT[op] = Support(op, fusible, nvf, source, segment_inputs, note, view)
 
 
 for _n in UNARY:
@@ -64,10 +70,11 @@ _row("sum", True, "sum", NOTES + " (sum/max/min(t, dims=, keepdim=, dtype=))")
 _row("prod", True, "prod", OPS_CPP)
 _row("amax", True, "max", NOTES + " (there is no amax name: max is the reduction)")
 _row("amin", True, "min", NOTES + " (there is no amin name: min is the reduction)")
-_row("broadcast_in_dim", True, "broadcast_in_dim", NOTES)
-_row("reshape", True, "reshape", NOTES)
-_row("permute", True, "permute", NOTES)
-_row("squeeze", True, "squeeze", OPS_CPP + " (only broadcast dims; other size-1 dims lower to reshape)")
+_row("broadcast_in_dim", True, "broadcast_in_dim", NOTES + "; " + ALIAS, view=True)
+_row("reshape", True, "reshape", NOTES + "; " + ALIAS, view=True)
+_row("permute", True, "permute", NOTES + "; " + ALIAS, view=True)
+_row("squeeze", True, "squeeze", OPS_CPP + " (only broadcast dims; other size-1 dims lower to reshape); " + ALIAS,
+     view=True)
 _row("slice", True, "slice", NOTES + " (looked-up tensor must be a segment input; strides must be 1)", (0,))
 _row("pad", True, "pad", NOTES + " (looked-up tensor must be a segment input)", (0,), "negative widths fall back")
 _row("cat", True, "cat", NOTES + " (looked-up tensors must be segment inputs)", (0,))
@@ -147,6 +154,12 @@ def fallback_reason(node: Node) -> str | None:
 def is_fusible(node: Node) -> bool:
     """True when ``node`` can be part of an nvFuser segment."""
     return fallback_reason(node) is None
+
+
+def is_view(node: Node) -> bool:
+    """True when ``node`` is a view op (``Support.view``) of one tensor operand."""
+    row = SUPPORT.get(node.op)
+    return row is not None and row.view and is_fusible(node)
 
 
 def needs_segment_input(node: Node) -> list[int]:

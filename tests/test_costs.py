@@ -39,6 +39,7 @@ def test_fusion_facts_agree_with_the_lowering_table():
 
     assert NOT_FUSIBLE == {op for op, row in SUPPORT.items() if not row.fusible}
     assert LOOKUP_NEEDS_INPUT == {op for op, row in SUPPORT.items() if row.fusible and row.segment_inputs}
+    assert EAGER_VIEWS == {op for op, row in SUPPORT.items() if row.view}
 
 
 def test_nvfuser_fused_ops_are_cheap_and_eager_ops_are_kernels():
@@ -172,3 +173,29 @@ def test_ce_forward_512x32768_materializes_no_full_size_intermediate():
     big = [mv for mv in tr.intermediates() if mv.bytes >= n * c]
     assert not big, f"materialized [{n}, {c}] intermediates:\n{tr.table()}\n\nplan:\n{res.trace}"
     assert tr.total <= 1.05 * minimum_traffic(res.trace, cap.symbol_hints).total, tr.table()
+
+
+# --------------------------------------------------------------------------- never worse than not fusing
+
+
+def _bench_small():
+    from bench.programs import SMALL
+
+    return SMALL
+
+
+@pytest.mark.parametrize("prog", _bench_small(), ids=lambda p: p.name)
+def test_nvfuser_plan_moves_no_more_than_the_eager_plan(prog):
+    """Issue 19 part 1: for every bench program (bench/run.py's, at small sizes), the plan built
+    for nvFuser models no more bytes than the plan built for eager torch, and no segment only
+    copies or reshapes a value from outside the segments."""
+    from satfuse.lowering.support import SUPPORT
+
+    from bench.run import optimize_and_measure
+
+    nvf, eager = optimize_and_measure(prog, "nvfuser"), optimize_and_measure(prog, "eager")
+    assert not nvf["note"] and not eager["note"], (nvf["note"], eager["note"])
+    assert nvf["modeled_bytes"] <= eager["modeled_bytes"], (nvf["traffic"].table(), eager["traffic"].table())
+    for seg in nvf["steps"]:
+        if seg.kind == "segment":
+            assert not all(SUPPORT[n.op].view for n in seg.nodes), seg
