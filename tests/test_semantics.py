@@ -8,7 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from semantics_util import check_compile, check_jit, check_optimize
+from semantics_util import assert_like_eager, check_compile, check_jit, check_optimize
+
+import satfuse
 
 INF, NAN = float("inf"), float("nan")
 
@@ -202,3 +204,95 @@ def test_argument_names_never_collide(name):
     g = {"torch": torch}
     exec(src, g)
     check_optimize(g["f"], torch.randn(4, 3), torch.randn(4, 3))
+
+
+# ---------------------------------------------------------------- eager's kernel checks (fuzz repros)
+
+def _dead_bitwise_not(a):
+    torch.bitwise_not(a.detach().prod())  # computed, never used: eager still refuses a float
+    return (a,)
+
+
+@pytest.mark.parametrize("fn, x", [
+    (_dead_bitwise_not, torch.tensor(0.5)),
+    (lambda a: torch.bitwise_not(a), torch.randn(3)),
+    (lambda a: torch.softmax(a, 0), torch.arange(3, dtype=torch.int32)),
+    (lambda a: a.clamp(min=2**31), torch.arange(3, dtype=torch.int32)),
+    (lambda a: torch.addcmul(a, a, a, value=2**31), torch.arange(3, dtype=torch.int32)),
+    (lambda a: a.add(a, alpha=1e5), torch.ones(3, dtype=torch.float16)),
+    (lambda a: a.clamp(max=1e6), torch.ones(3, dtype=torch.float16)),
+    (lambda a: a.pow(2**31), torch.arange(3, dtype=torch.int32)),
+], ids=["dead-bitwise-not-float", "bitwise-not-float", "softmax-int", "clamp-int-overflow", "addcmul-value-overflow",
+        "alpha-f16-overflow", "clamp-f16-overflow", "pow-int-overflow"])
+def test_eager_kernel_refusals_are_raised(fn, x):
+    """What a real kernel refuses for the dtypes or a Scalar argument alone (fake tensors never
+    check it) is refused with eager's exception type, also for an op whose result is unused."""
+    assert_like_eager(fn, lambda *a: satfuse.optimize(fn, *a)(*a), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool, torch.float32])
+def test_softmax_of_an_empty_tensor(dtype):
+    for shape, dim in (((0, 1), 0), ((1, 0), 0), ((2, 0), 1), ((0,), 0)):
+        x = torch.zeros(shape, dtype=dtype)
+        check_optimize(lambda a: (torch.softmax(a, dim), torch.log_softmax(a, dim)), x)
+
+
+def test_integer_constants_wrap_like_eager():
+    """A number operand of an integer op is cast as eager casts it: it wraps around."""
+    x = torch.tensor([-2**31, 1, 5], dtype=torch.int32)
+
+    def copy_big(a):
+        t = a.flatten().amax(0, keepdim=False)
+        t.copy_(2**31)
+        return t
+
+    check_optimize(copy_big, x.reshape(3, 1))
+    check_optimize(lambda a: (a + 2**31, a == 2**31, a * (2**32 + 3), a.long() + 2**63), x)
+
+
+# ---------------------------------------------------------------- more fuzz repros, as tests
+
+def test_inplace_floor_division_of_specials():
+    def f(a, i):
+        t = torch.index_copy(a, 0, i, torch.zeros_like(a).narrow(0, 0, 2))
+        t.div_(-1, rounding_mode="floor")
+        return t
+
+    a = torch.tensor([[NAN, -0.0, INF], [-INF, 0.0, 2.5], [-7.5, 1e300, -1e-300]], dtype=torch.float64)
+    check_optimize(f, a, torch.tensor([2, 0]))
+
+
+def test_floor_division_half_by_int():
+    def f(a, b):
+        return torch.div(b.permute(1, 0), a, rounding_mode="floor")
+
+    b = torch.tensor([[INF], [-2.67], [0.0]], dtype=torch.float16).reshape(1, 3)
+    for a in (torch.tensor([[4]]), torch.tensor([[1]]), torch.tensor([[0]])):
+        check_optimize(f, a, b)
+
+
+def test_inplace_integer_trunc_division_by_zero_on_a_later_call():
+    def f(b):
+        t = b.squeeze()
+        t.div_(t, rounding_mode="trunc")
+        return b
+
+    plan = satfuse.optimize(f, torch.tensor([3, -2, 7], dtype=torch.int32))
+    x = torch.tensor([-2, 1, 0], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):  # eager's type and message
+        f(x.clone())
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        plan(x)
+    assert x.tolist() == [-2, 1, 0]  # eager wrote part of it before raising; a plan writes nothing
+
+
+@pytest.mark.filterwarnings("ignore:Casting complex values")
+@pytest.mark.parametrize("n", [0, 3])
+def test_cast_taken_before_its_source_is_written_in_place(n):
+    def f(a, c):
+        t0 = c.to(torch.int64)
+        c.flatten().add_(t0)
+        return t0, a
+
+    check_optimize(f, torch.ones(n, dtype=torch.int64), torch.arange(n).to(torch.complex64) * (1 - 2j))
+

@@ -150,10 +150,33 @@ def _int_division_by(b: Builder, y: Any) -> None:
         raise NotInVocab("integer division by a tensor (or by 0)")
 
 
+def wrap_int(value: Any, dtype: str) -> Any:
+    """A Python int as eager converts a number operand to an integer ``dtype``: the number
+    becomes a 64-bit tensor and is cast, so it wraps around (``int32 + 2**31`` adds
+    ``-2**31``; ``int64 + 2**63`` adds ``-2**63``). Anything else is returned as it is."""
+    if type(value) is not int or dtype not in INT_DTYPES:
+        return value
+    info = torch.iinfo(DTYPES[dtype])
+    span = info.max - info.min + 1
+    return (value - info.min) % span + info.min
+
+
+def _compute_dtype(x: Any, y: Any) -> str | None:
+    """The dtype torch computes ``op(x, y)`` in when one operand is a Python number (a number
+    promotes weakly), or None where both or neither are tensors."""
+    t = x if isinstance(x, Var) and isinstance(x.type, TensorType) else y
+    if not (isinstance(t, Var) and isinstance(t.type, TensorType)) or all(isinstance(v, Var) for v in (x, y)):
+        return None
+    return dtype_name(torch.result_type(torch.empty((), dtype=DTYPES[t.type.dtype], device="meta"), 1))
+
+
 def _binary(name: str) -> Callable:
     def conv(b: Builder, x: Any, y: Any, *rest: Any, alpha: Any = 1, **kw: Any) -> Var:
         if rest:
             alpha = rest[0]
+        calc = _compute_dtype(x, y)
+        if calc is not None:
+            x, y = wrap_int(x, calc), wrap_int(y, calc)
         if name in ("remainder", "fmod"):
             _int_division_by(b, y)
         return b.result(b(name, x, _times_alpha(b, y, alpha)))
@@ -579,7 +602,7 @@ def _scatter(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
 def _copy(b: Builder, dst: Any, src: Any, non_blocking: bool = False) -> Any:
     if isinstance(src, Var) and isinstance(src.type, TensorType) and src.type.device != dst.type.device:
         raise NotInVocab("copy across devices")
-    return b("copy_", dst, src)
+    return b("copy_", dst, wrap_int(src, dst.type.dtype))
 
 
 def _start(x: Any, dim: int, start: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Argument checks eager kernels make that torch's Python decompositions leave out.
+"""Argument checks eager kernels make that tracing on fake tensors leaves out.
 
 Capture traces decompositions (``torch._decomp``) on fake tensors; where one skips a check
 of the eager kernel, the traced program quietly computes what eager refuses: nll_loss's
@@ -6,19 +6,35 @@ decomposition gathers with an int32 target where eager raises ``RuntimeError: ex
 target dtype to be Long or Byte``. Each wrapper here makes eager's check first and raises
 eager's exception type, so capture refuses exactly what eager refuses. (Checks on tensor
 *values*, such as a target in range, are the rules' obligations: lowering/obligations.py.)
+
+Fake and meta kernels also skip the checks a real kernel makes before it reads any data:
+the dtypes it is compiled for (``bitwise_not`` of a float tensor raises
+``NotImplementedError: "bitwise_not_cpu" not implemented for 'Float'``) and the conversion of
+a Scalar argument to the op's dtype (``clamp(int32, min=2**31)``, ``add(f16, f16, alpha=1e5)``
+raise "value cannot be converted to type ... without overflow"). :func:`probe_kernel` runs
+the real kernel once on tiny tensors of the same dtypes, device and empty dims, and raises
+what it raises for those two reasons only: an op the program computes but never uses is
+refused as eager refuses it, and a plan never computes what eager rejects.
 """
 
 from __future__ import annotations
 
+import re
+import warnings
 from typing import Any, Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 aten = torch.ops.aten
 
 
 class EagerRefusal(RuntimeError):
     """Eager refuses these arguments (its own message); capture raises it unchanged."""
+
+
+class EagerDtypeRefusal(EagerRefusal, NotImplementedError):
+    """Eager's kernel is not compiled for these dtypes (eager raises NotImplementedError)."""
 
 
 #: c10's ScalarType names, as eager's messages spell dtypes
@@ -49,13 +65,38 @@ def _nll_target(two_d: bool, target_pos: int) -> Callable[[Callable], Callable]:
     return wrap
 
 
+def _empty_softmax(decomp: Callable) -> Callable:
+    """(log_)softmax of an empty tensor: eager's kernel returns an empty result in any dtype
+    (int and bool included); the decomposition pads the empty dim with a ``-inf`` that an
+    integer tensor cannot hold."""
+
+    def checked(x: Any, dim: int, half_to_float: bool, *args: Any, **kwargs: Any) -> Any:
+        from torch.fx.experimental.symbolic_shapes import guard_or_false
+
+        if guard_or_false(x.numel() == 0):
+            dt = torch.float32 if half_to_float else x.dtype
+            return torch.empty(x.shape, dtype=dt, device=x.device)
+        return decomp(x, dim, half_to_float, *args, **kwargs)
+
+    return checked
+
+
 #: aten op packet -> wrapper of its decomposition
 CHECKS: dict[Any, Callable[[Callable], Callable]] = {
+    aten._softmax: _empty_softmax,
+    aten._log_softmax: _empty_softmax,
     aten.nll_loss_forward: _nll_target(False, 1),
     aten.nll_loss2d_forward: _nll_target(True, 1),
     aten.nll_loss_backward: _nll_target(False, 2),
     aten.nll_loss2d_backward: _nll_target(True, 2),
 }
+
+
+def with_eager_check(op: Any) -> Callable:
+    """``op`` itself with eager's argument checks in front (the program's own call, before
+    anything is decomposed)."""
+    wrap = CHECKS.get(getattr(op, "_overloadpacket", None))
+    return op if wrap is None else wrap(op)
 
 
 def with_eager_checks(table: dict) -> dict:
@@ -66,3 +107,75 @@ def with_eager_checks(table: dict) -> dict:
         if wrap is not None:
             out[op] = wrap(fn)
     return out
+
+
+# ---------------------------------------------------------------- the real kernel's value-independent refusals
+
+#: what a real kernel raises for the dtypes or Scalar arguments alone, never for tensor values
+_KERNEL_REFUSAL = re.compile(r"not implemented for '|cannot be converted to type .* without overflow")
+_PROBED: dict[tuple, BaseException | None] = {}
+
+
+def _probe_key(func: Any, leaves: list[Any]) -> tuple | None:
+    """The probe's inputs, as a key: per tensor its dtype, device and which dims are empty (an
+    empty tensor skips the kernel, as in eager); None where a leaf is symbolic (no probe)."""
+    key: list[Any] = [func]
+    for x in leaves:
+        if isinstance(x, torch.Tensor):
+            dims = []
+            for s in x.shape:
+                if not isinstance(s, int):
+                    s = s.node.maybe_as_int()
+                dims.append(1 if s is None or s > 0 else 0)
+            key.append(("T", x.dtype, str(x.device), tuple(dims)))
+        elif isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return None
+        else:
+            key.append((type(x), x if isinstance(x, (int, float, bool, complex, str, type(None))) else repr(x)))
+    return tuple(key)
+
+
+def _probe_skips(func: Any, leaves: list[Any]) -> bool:
+    """Ops the probe leaves alone: not aten, random (a probe would draw from the generator),
+    views, factories and ops that take sizes (a probe could allocate what the program asks for)."""
+    if getattr(func, "namespace", None) != "aten" or func.is_view:
+        return True
+    if {torch.Tag.nondeterministic_seeded, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view} & set(func.tags):
+        return True
+    schema = func._schema
+    if not any("Tensor" in str(a.type) for a in schema.arguments):
+        return True
+    if any("List[int]" in str(a.type) and a.name not in ("dim", "dims") for a in schema.arguments):
+        return True
+    pointwise = torch.Tag.pointwise in func.tags
+    return not pointwise and any(type(x) is int and abs(x) > 4096 for x in leaves)
+
+
+def probe_kernel(func: Any, args: tuple, kwargs: dict) -> None:
+    """Raise what eager's kernel raises for ``func``'s dtypes and Scalar arguments alone (see the
+    module doc); call it where the program's own ops are seen, under capture's modes."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    if _probe_skips(func, leaves):
+        return
+    key = _probe_key(func, leaves)
+    if key is None:
+        return
+    if key not in _PROBED:
+        err: BaseException | None = None
+        with _disable_current_modes(), torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the program's own warnings come from its trace, once
+            real = [torch.zeros(k[3], dtype=k[1], device=k[2]) if isinstance(k, tuple) and k and k[0] == "T" else x
+                    for x, k in zip(leaves, key[1:])]
+            p_args, p_kwargs = pytree.tree_unflatten(real, spec)
+            try:
+                func(*p_args, **p_kwargs)
+            except Exception as e:  # noqa: BLE001 - only the value-independent refusals count
+                if _KERNEL_REFUSAL.search(str(e)):
+                    err = e
+        _PROBED[key] = err
+    err = _PROBED[key]
+    if err is not None:
+        cls = EagerDtypeRefusal if isinstance(err, NotImplementedError) else EagerRefusal
+        raise cls(str(err).strip().splitlines()[0])

@@ -33,6 +33,8 @@ from torch._subclasses.functional_tensor import FunctionalTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .eager_checks import probe_kernel, with_eager_check
+
 
 class TracingLock:
     """The one lock every capture holds while it runs make_fx, functionalization or Dynamo's
@@ -170,10 +172,13 @@ class _OverlapCheck(TorchDispatchMode):
     marked written: in-place, ``out=``, ``copy_``) it applies eager's memory-overlap checks
     (ATen's MemoryOverlap.cpp): a written tensor may not hold one element twice (a stride-0
     dim of extent > 1), and may not *partially* overlap a tensor it reads (same storage, ranges
-    that intersect but are not identical with identical strides)."""
+    that intersect but are not identical with identical strides). Every op also gets eager's
+    dtype and Scalar-argument checks (``eager_checks.probe_kernel``), used or not, and eager's
+    paths that decompositions lack (``eager_checks.CHECKS``)."""
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        probe_kernel(func, args, kwargs)
         schema = getattr(func, "_schema", None)
         if schema is not None and schema.is_mutable and torch.Tag.inplace_view not in func.tags:
             written, read = [], []
@@ -199,7 +204,7 @@ class _OverlapCheck(TorchDispatchMode):
                             "reproduce): clone() the operand before the in-place op")
             if written and torch.Tag.pointwise in func.tags and args and args[0] is written[0]:
                 _check_result_castable(func, args, kwargs)
-        return func(*args, **kwargs)
+        return with_eager_check(func)(*args, **kwargs)
 
 
 class OrderDependentWriteError(RuntimeError):
