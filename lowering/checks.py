@@ -166,10 +166,12 @@ def builtin_checks(trace: Trace) -> list[DataCheck]:
 
 
 def _index_range(n: Node) -> DataCheck:
-    """``x.index_copy_(dim, idx, src)``: every index in ``[0, x.shape[dim])``, as eager checks."""
+    """``x.index_copy_(dim, idx, src)``: every index in ``[0, x.shape[dim])``, as eager checks
+    (a 0-d ``x`` has one slot)."""
     x, dim, idx, _src = n.args
+    extent = x.type.shape[dim] if x.type.rank else 1
     return DataCheck("{1}.numel() == 0 or (int({1}.min()) >= 0 and int({1}.max()) < {2})",
-                     (x, idx, x.type.shape[dim]), IndexError,
+                     (x, idx, extent), IndexError,
                      f"index_copy_(): index out of bounds for dimension {dim} of {x.name}", "builtin")
 
 

@@ -338,7 +338,9 @@ class _Emitter:
                 z = self.new(self.fresh("zeros"), f"fd.ops.full(shape={self.shape_list(b.type.shape)}, fill_value={zero}, "
                              f"dtype={dt(b.type.dtype)})", b.type.shape, b.type.dtype)
                 opn = "logical_or" if b.type.dtype == "b8" else "add"
-                h = self.new(self.fresh(f"{h}_dense"), f"fd.ops.{opn}({h}, {z})", b.type.shape, b.type.dtype)
+                acc = "f32" if b.type.dtype in ("f16", "bf16") else b.type.dtype  # nvFuser adds Half in Float
+                h = self.new(self.fresh(f"{h}_dense"), f"fd.ops.{opn}({h}, {z})", b.type.shape, acc)
+                h = self.cast(h, b.type.dtype)
             if h in self.is_input or h in taken:  # an input or a visible output: alias a copy (Thunder's idiom)
                 h = self.new(self.fresh(f"{self.vn(b)}_new"), f"fd.ops.set({h})", b.type.shape, b.type.dtype)
             self.line(f"fd.add_output({h}, alias_input={self.h[id(b)]})")

@@ -751,11 +751,7 @@ class Known:
 
 
 #: op id "*": an entry for any op (strict over the whole slice: test_known_failures_for_any_op_still_fail)
-KNOWN: tuple[Known, ...] = (
-    Known("copy_", r"^\[inplace float16\].*aliased output .* does not match its input", "capture-opinfo-copy-size0-dtype.py"),
-    Known("index_copy", r"^\[inplace bfloat16\] #0 \(bfloat16\[\].*IndexError: tuple index out of range",
-          "capture-opinfo-index-copy-inplace-0d.py"),
-)
+KNOWN: tuple[Known, ...] = ()
 
 
 def expected(r: Result) -> Known | None:

@@ -296,3 +296,18 @@ def test_cast_taken_before_its_source_is_written_in_place(n):
 
     check_optimize(f, torch.ones(n, dtype=torch.int64), torch.arange(n).to(torch.complex64) * (1 - 2j))
 
+
+
+# ---------------------------------------------------------------- OpInfo findings, as tests
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("rows", [0, 2])
+def test_copy_of_a_broadcast_source_keeps_the_dtype(dtype, rows):
+    check_optimize(lambda x, s: x.copy_(s), torch.zeros(rows, 3, dtype=dtype), torch.ones(3, dtype=dtype))
+
+
+@pytest.mark.parametrize("index", [[0], [1], [-1]])
+def test_index_copy_into_a_0d_tensor(index):
+    x, s = torch.tensor(1.5, dtype=torch.bfloat16), torch.tensor(-2.0, dtype=torch.bfloat16)
+    plan = satfuse.optimize(lambda x, i, s: x.index_copy_(0, i, s), x.clone(), torch.tensor([0]), s)
+    assert_like_eager(lambda x, i, s: x.index_copy_(0, i, s), plan, x, torch.tensor(index), s)
