@@ -1,5 +1,5 @@
 """Bulk loading of a program into the e-graph: rows of primitive facts, read with egglog's
-``input`` command and turned into terms by one iteration of generated ``load`` rules.
+``input`` command and turned into terms by one iteration of the ``load`` rules of ``rules/load.egg``.
 
 A top-level egglog action costs about 10 µs per e-node it touches (each is a separate
 command), so adding a program as ``(union (Ref k) term)`` commands cost 40 ms for Adam
@@ -8,9 +8,9 @@ rules go through egglog's bulk path instead: about 0.1 ms per table.
 
 The encoding: every program value (and every literal operand) is a handle ``(Ref k)``;
 extents, shapes, int lists and operand lists are handles ``(DRef j)``, ``(DLRef j)``,
-``(ILRef j)``, ``(TLRef j)`` built from cons-cell rows. One relation per constructor of
-the vocabulary (generated from ``engine/vocab.py``, which a test keeps in step with
-lang.egg) holds its rows: ``(load-Add k a b)`` means ``(Ref k) = (Add (Ref a) (Ref b))``.
+``(ILRef j)``, ``(TLRef j)`` built from cons-cell rows. The rules live in ``rules/load.egg``
+(one per row kind, one per constructor of the vocabulary): this module reads their opcodes
+and column sorts from it and checks them against ``engine/vocab.py``, and only writes rows.
 Handles are never extracted (``egraph.HANDLE_OPS``) and no rule matches them.
 
 ``input`` reads tab-separated rows with strings unquoted, so a string holding a tab or a
@@ -22,106 +22,83 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import sympy
 
 from .ir import IRError, TensorType, Trace, Var
-from .schema import DIM_BINARY
 from .schema import HANDLES as SCHEMA_HANDLES
+from .schema import rules_path
+from .sexp import parse_sexp, top_level_forms
 from .terms import Encoding, OpaqueCall, _floor_parts, _negative, opaque_template
 from .vocab import OPS, is_opaque
 
-#: column sorts of each argument kind of the vocabulary (operands and lists are handle ids)
+#: column sorts of each vocabulary argument kind (operands and lists are handle ids)
 _KIND_SORT = {"T": "i64", "f": "i64", "i": "i64", "ints": "i64", "shape": "i64", "x": "i64", "dtype": "String",
               "Ts": "i64"}
-_KIND_TERM = {"T": "(Ref {})", "f": "(Ref {})", "i": "{}", "ints": "(ILRef {})", "shape": "(DLRef {})",
-              "x": "(DRef {})", "dtype": "{}", "Ts": "(TLRef {})"}
-#: the loader's own handles (lang.egg declares ``Ref``): name -> sort
-_HANDLE_SORTS = {"DRef": "Dim", "DLRef": "DL", "ILRef": "IL", "TLRef": "TL"}
 
-#: (relation, column sorts, action with {0}, {1}, ... for the columns)
-_FIXED: list[tuple[str, tuple[str, ...], str]] = [
-    ("load-input", ("i64", "String"), "(union (Ref {0}) (Input {1}))"),
-    ("load-cint", ("i64", "i64"), "(union (Ref {0}) (CInt {1}))"),
-    ("load-cfloat", ("i64", "f64"), "(union (Ref {0}) (CFloat {1}))"),
-    ("load-ctrue", ("i64",), "(union (Ref {0}) (CBool true))"),
-    ("load-cfalse", ("i64",), "(union (Ref {0}) (CBool false))"),
-    ("load-cdim", ("i64", "i64"), "(union (Ref {0}) (CDim (DRef {1})))"),
-    ("load-proj", ("i64", "String", "i64", "i64"), "(union (Ref {0}) (Proj (Opaque {1} (TLRef {2})) {3}))"),
-    ("load-shape", ("i64", "i64"), "(union (shape (Ref {0})) (DLRef {1}))"),
-    ("load-dtype", ("i64", "String"), "(set (dtype (Ref {0})) {1})"),
-    ("load-rank", ("i64", "i64"), "(set (rank (Ref {0})) {1})"),
-    ("load-out", ("i64", "i64"), "(Out {0} (Ref {1}))"),
-    ("load-writeback", ("String", "i64"), "(WriteBack {0} (Ref {1}))"),
-    ("load-num", ("i64", "i64"), "(union (DRef {0}) (Num {1}))"),
-    ("load-sym", ("i64", "String"), "(union (DRef {0}) (Sym {1}))"),
-    *[(f"load-{d.lower()}", ("i64", "i64", "i64"), f"(union (DRef {{0}}) ({d} (DRef {{1}}) (DRef {{2}})))")
-      for d in sorted(DIM_BINARY)],
-    ("load-dnil", ("i64",), "(union (DLRef {0}) (DNil))"),
-    ("load-dcons", ("i64", "i64", "i64"), "(union (DLRef {0}) (DCons (DRef {1}) (DLRef {2})))"),
-    ("load-inil", ("i64",), "(union (ILRef {0}) (INil))"),
-    ("load-icons", ("i64", "i64", "i64"), "(union (ILRef {0}) (ICons {1} (ILRef {2})))"),
-    ("load-tnil", ("i64",), "(union (TLRef {0}) (TNil))"),
-    ("load-tcons", ("i64", "i64", "i64"), "(union (TLRef {0}) (TCons (Ref {1}) (TLRef {2})))"),
-]
+#: the load pack: its rules are the row kinds, read from it (Python writes rows, never rules)
+LOADER_PATH = rules_path("load.egg")
+LOADER_TEXT = Path(LOADER_PATH).read_text()
+
+
+@dataclass(frozen=True)
+class RowKind:
+    """One rule of load.egg: the opcode of its rows and the sorts of its columns."""
+
+    opcode: int
+    cols: tuple[str, ...]
+    line: int
+
+
+def read_row_kinds(path: str, text: str) -> tuple[dict[str, RowKind], int, frozenset[str]]:
+    """Row kinds (by rule :name), the number of data columns of ``load-row``, and the handle
+    constructors of a load pack; ``path:line`` errors for a rule that does not fit the format."""
+    kinds: dict[str, RowKind] = {}
+    width = -1
+    handles: set[str] = set()
+    for line, _, form in top_level_forms(text):
+        s = parse_sexp(form)
+        if s[:2] == ["relation", "load-row"]:
+            width = len(s[2]) - 1
+        elif s[0] == "constructor":
+            handles.add(s[1])
+        if s[0] != "rule":
+            continue
+        where = f"{path}:{line}"
+        if ":name" not in s:
+            raise ValueError(f"{where}: a load rule without :name (the row kind engine/loader.py writes)")
+        name = s[s.index(":name") + 1].value
+        rows = [a for a in s[1] if a[0] == "load-row"]
+        if len(rows) != 1 or not isinstance(rows[0][1], int):
+            raise ValueError(f"{where}: rule {name!r}: matches one (load-row OPCODE columns... 0...)")
+        opcode, *cells = rows[0][1:]
+        n = next((i for i, c in enumerate(cells) if c == 0), len(cells))
+        if any(c != 0 for c in cells[n:]) or not all(isinstance(c, str) for c in cells[:n]):
+            raise ValueError(f"{where}: rule {name!r}: load-row's columns are variables, then 0 up to its width")
+        sorts = {a[1]: {"load-str": "String", "load-float": "f64"}[a[0]] for a in s[1]
+                 if a[0] in ("load-str", "load-float")}
+        if name in kinds or opcode in {k.opcode for k in kinds.values()}:
+            raise ValueError(f"{where}: rule {name!r}: its name or opcode {opcode} is taken")
+        kinds[name] = RowKind(opcode, tuple(sorts.get(c, "i64") for c in cells[:n]), line)
+    if width < 0:
+        raise ValueError(f"{path}: no (relation load-row ...)")
+    for spec in OPS.values():  # every constructor of the vocabulary has its row kind, operands in order
+        want = ("i64", *(_KIND_SORT[k] for k in spec.sig))
+        got = kinds.get(_op_table(spec.egg))
+        if got is None or got.cols != want:
+            raise ValueError(f"{path}:{got.line if got else 1}: {_op_table(spec.egg)} needs columns {want} "
+                             f"(engine/vocab.py), has {got.cols if got else 'no rule'}")
+    return kinds, width, frozenset(handles)
 
 
 def _op_table(egg: str) -> str:
     return f"load-op-{egg}"
 
 
-def _tables() -> list[tuple[str, tuple[str, ...], str]]:
-    out = list(_FIXED)
-    seen: set[str] = set()
-    for spec in OPS.values():
-        if spec.egg in seen:
-            continue
-        seen.add(spec.egg)
-        cols = ("i64", *(_KIND_SORT[k] for k in spec.sig))
-        args = " ".join(_KIND_TERM[k].format("{" + str(i + 1) + "}") for i, k in enumerate(spec.sig))
-        out.append((_op_table(spec.egg), cols, f"(union (Ref {{0}}) ({spec.egg} {args}))"))
-    return out
-
-
-TABLES = _tables()
-
-
-_OPCODE = {name: i for i, (name, _, _) in enumerate(TABLES)}
-_COLS = {name: cols for name, cols, _ in TABLES}
-#: data columns of load-row (the widest row kind)
-WIDTH = max(len(cols) for _, cols, _ in TABLES)
-
-
-def loader_program() -> str:
-    """The egglog declarations of the handles, the three load relations and the ``load`` rules.
-
-    Every row kind of :data:`TABLES` shares one i64 relation ``load-row`` (an opcode, then
-    the columns, zero-padded); strings and floats are ids into ``load-str``/``load-float``.
-    Few tables keep the loaded base small: ``push`` clones and ``pop`` drops every table.
-    """
-    lines = [
-        "; generated by satfuse.engine.loader: bulk loading of a program (see its docstring)",
-        *(f"(constructor {h} (i64) {sort} :unextractable)" for h, sort in _HANDLE_SORTS.items()),
-        f"(relation load-row ({' '.join(['i64'] * (WIDTH + 1))}))",
-        "(relation load-str (i64 String))",
-        "(relation load-float (i64 f64))",
-        "(ruleset load)",
-    ]
-    for name, cols, action in TABLES:
-        vs = [f"c{i}" for i in range(WIDTH)]
-        row = f"(load-row {_OPCODE[name]} {' '.join(vs)})"
-        joins = [f"(load-str c{i} s{i})" if sort == "String" else f"(load-float c{i} f{i})"
-                 for i, sort in enumerate(cols) if sort in ("String", "f64")]
-        uses = [f"s{i}" if sort == "String" else f"f{i}" if sort == "f64" else f"c{i}" for i, sort in enumerate(cols)]
-        # the row is deleted once used: an emptied table costs nothing to serialize or roll back
-        lines.append(f"(rule ({row} {' '.join(joins)}) ({action.format(*uses)} (delete {row})) "
-                     f":ruleset load :name \"{name}\")")
-    return "\n".join(lines) + "\n"
-
-
-LOADER_PATH = "<satfuse loader>"
-HANDLES = SCHEMA_HANDLES | frozenset(_HANDLE_SORTS)
+ROW_KINDS, WIDTH, _LOADER_HANDLES = read_row_kinds(LOADER_PATH, LOADER_TEXT)
+HANDLES = SCHEMA_HANDLES | _LOADER_HANDLES
 
 
 @dataclass
@@ -132,8 +109,9 @@ class Tables:
     _ids: dict[tuple, int] = field(default_factory=dict)
 
     def add(self, kind: str, *cols: Any) -> None:
-        out = [_OPCODE[kind]]
-        for c, sort in zip(cols, _COLS[kind]):
+        rk = ROW_KINDS[kind]
+        out = [rk.opcode]
+        for c, sort in zip(cols, rk.cols, strict=True):
             if sort == "String":
                 out.append(self._id("load-str", c))
             elif sort == "f64":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 from .sexp import Str, parse_sexp, top_level_forms
 
@@ -30,8 +31,13 @@ class Decl:
     unextractable: bool = False
 
 
+def rules_path(name: str) -> str:
+    """Path of a shipped ``.egg`` file of ``satfuse/rules`` (the language, the engine's own packs)."""
+    return str(resources.files("satfuse.rules").joinpath(name))
+
+
 def lang_text() -> str:
-    return resources.files("satfuse.rules").joinpath("lang.egg").read_text()
+    return Path(rules_path("lang.egg")).read_text()
 
 
 def read_schema(text: str) -> dict[str, Decl]:

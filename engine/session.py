@@ -17,14 +17,14 @@ import tempfile
 import time
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 os.environ.setdefault("RUST_BACKTRACE", "0")
 
 from .bindings import bindings  # noqa: E402
-from .egraph import OBLIGATION_OPS, READ_BY_EXTRACTION  # noqa: E402
-from .loader import LOADER_PATH, loader_program, tables, tsv  # noqa: E402
-from .schema import ANALYSES, DECLS  # noqa: E402
+from .loader import LOADER_PATH, LOADER_TEXT, tables, tsv  # noqa: E402
+from .schema import rules_path  # noqa: E402
 from .terms import encode  # noqa: E402
 
 
@@ -134,25 +134,24 @@ _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
 
 
 _RELATION = re.compile(r"^\(relation\s+([^\s()]+)\s+\(([^()]*)\)\s*\)", re.M)
-#: lang.egg's analysis functions and constructors that extraction does not read: name -> argument count
-_ANALYSIS_TERMS = {n: len(DECLS[n].args) for n in sorted(ANALYSES - READ_BY_EXTRACTION)}
+#: the ``satfuse-cleanup`` pack: rules forgetting lang.egg's facts that extraction does not read
+CLEANUP_PATH = rules_path("cleanup.egg")
+CLEANUP_TEXT = Path(CLEANUP_PATH).read_text()
+#: the engine's own packs, loaded by every Session with the language (not rewrite rule packs)
+ENGINE_PACKS = (LOADER_PATH, CLEANUP_PATH)
 
 
-def _cleanup_program(sources: Sequence[Source]) -> str:
-    """The ``satfuse-cleanup`` ruleset: one rule per relation / analysis term deleting its rows."""
-    if not any("(constructor Ref " in src.text for src in sources):
-        return ""
-    rules = ["(ruleset satfuse-cleanup)"]
-    for src in sources:
-        for name, sorts in _RELATION.findall(src.text):
-            if name in OBLIGATION_OPS:
-                continue  # extraction reads them
-            vs = " ".join(f"c{i}" for i in range(len(sorts.split())))
-            rules.append(f"(rule (({name} {vs})) ((delete ({name} {vs}))) :ruleset satfuse-cleanup)")
-    for name, n in _ANALYSIS_TERMS.items():
-        vs = " ".join(f"c{i}" for i in range(n))
-        rules.append(f"(rule ((= v ({name} {vs}))) ((delete ({name} {vs}))) :ruleset satfuse-cleanup)")
-    return "\n".join(rules) + "\n"
+def _is_lang(src: Source) -> bool:
+    return "(constructor Ref " in src.text
+
+
+def _forget_pack_relations(sources: Sequence[Source]) -> str:
+    """Rules of ``satfuse-cleanup`` for the relations the loaded rule packs declare: the one
+    part of cleanup that varies with the packs (cleanup.egg covers lang.egg's own)."""
+    return "".join(f"(rule (({name} {vs})) ((delete ({name} {vs}))) :ruleset satfuse-cleanup)\n"
+                   for src in sources if not _is_lang(src)
+                   for name, sorts in _RELATION.findall(src.text)
+                   for vs in [" ".join(f"c{i}" for i in range(len(sorts.split())))])
 
 
 def _remove_dir(path: str, owner: int) -> None:
@@ -256,8 +255,8 @@ def describe_egglog_error(err: BaseException, sources: Sequence[Source], default
 class Session:
     """One e-graph: the language, the rule packs, one program, and its saturation.
 
-    ``Session(sources)`` loads the sources, the generated loader (engine/loader.py) and
-    cleanup rules into a fresh e-graph: about 90 ms for the built-in packs (egglog compiles
+    ``Session(sources)`` loads the sources and, with the language, the engine's own packs
+    (rules/load.egg, rules/cleanup.egg) into a fresh e-graph: about 90 ms for the built-in packs (egglog compiles
     every rule). ``engine.pool.POOL.run`` reuses loaded ones instead.
     """
 
@@ -273,12 +272,13 @@ class Session:
             self.load(src)
         self._tmp: str | None = None
         self._has_program = False
-        if any("(constructor Ref " in src.text for src in self.sources):  # lang.egg is loaded
-            self.load(Source(LOADER_PATH, loader_program()))
         self.rulesets = [m for src in self.sources for m in _RULESET.findall(src.text)]
-        cleanup = _cleanup_program(self.sources)
-        if cleanup:
-            self.load(Source("<satfuse cleanup>", cleanup))
+        if any(_is_lang(src) for src in self.sources):  # the engine's own packs need the language
+            self.load(Source(LOADER_PATH, LOADER_TEXT))
+            self.load(Source(CLEANUP_PATH, CLEANUP_TEXT))
+            forget = _forget_pack_relations(self.sources)
+            if forget:
+                self.load(Source("<satfuse-cleanup of the packs' relations>", forget))
 
     def drop_facts(self) -> None:
         """Delete the analysis facts extraction does not read (every relation's rows, ranks,

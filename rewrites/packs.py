@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Sequence
 
 from satfuse.engine import log
-from satfuse.engine.session import RuleError, Session, Source
+from satfuse.engine.session import ENGINE_PACKS, RuleError, Session, Source
 from satfuse.engine.sexp import SexpError, top_level_forms
 
 #: the order in which phases run (a phase is a ruleset); unknown user rulesets run after these
@@ -101,7 +101,8 @@ def scan_pack(path: str, text: str, known_rulesets: set[str]) -> tuple[list[Rule
 def discover(dirs: Sequence[str | Path] = (), include_builtin: bool = True) -> list[Path]:
     files: list[Path] = []
     if include_builtin:
-        files += sorted(p for p in builtin_dir().glob("*.egg") if p.name != "lang.egg")
+        not_packs = {"lang.egg", *(Path(e).name for e in ENGINE_PACKS)}
+        files += sorted(p for p in builtin_dir().glob("*.egg") if p.name not in not_packs)
     for d in dirs:
         p = Path(d)
         if p.is_file():

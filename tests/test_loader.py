@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from satfuse.engine.capture import capture
-from satfuse.engine.loader import HANDLES, loader_program, tables
+from satfuse.engine.loader import HANDLES, LOADER_PATH, LOADER_TEXT, read_row_kinds, tables
 from satfuse.engine.session import Session
 from satfuse.engine.terms import encode
 from satfuse.rewrites.packs import builtin_catalogue
@@ -50,12 +50,51 @@ def test_a_string_that_input_cannot_read_falls_back_to_commands(cat):
     assert enc.commands and sess.sizes()["Exp"] == 1
 
 
-def test_loader_rules_cover_every_vocabulary_constructor():
+def test_load_pack_covers_every_vocabulary_constructor():
     from satfuse.engine.vocab import OPS
 
-    text = loader_program()
     for spec in OPS.values():
-        assert f"({spec.egg} " in text, spec.egg
+        assert f"({spec.egg} " in LOADER_TEXT, spec.egg
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("(load-row 1 c0 c1 0 0 0 0)", "(load-row 0 c0 c1 0 0 0 0)", 1), "opcode 0 is taken"),
+    (lambda t: t.replace("(load-row 1 c0 c1 0 0 0 0)", "(load-row 1 c0 0 c1 0 0 0)", 1), "then 0 up to its width"),
+    (lambda t: t.replace("((union (Ref c0) (Exp (Ref c1)))", "((union (Ref c0) (Exp (Ref c1) c2))").replace(
+        "(load-row 29 c0 c1 0 0 0 0))", "(load-row 29 c0 c1 c2 0 0 0))", 1), "load-op-Exp needs columns"),
+])
+def test_a_load_pack_that_does_not_fit_the_format_names_file_and_line(edit, message):
+    text = edit(LOADER_TEXT)
+    assert text != LOADER_TEXT
+    with pytest.raises(ValueError, match=rf"^{LOADER_PATH}:\d+: .*{message}"):
+        read_row_kinds(LOADER_PATH, text)
+
+
+def test_cleanup_pack_forgets_exactly_the_facts_extraction_does_not_read():
+    """rules/cleanup.egg lists lang.egg's relations and analyses by hand: in step with lang.egg."""
+    import re
+
+    from satfuse.engine.egraph import OBLIGATION_OPS, READ_BY_EXTRACTION
+    from satfuse.engine.schema import ANALYSES, RELATIONS
+    from satfuse.engine.session import CLEANUP_TEXT
+
+    forgotten = set(re.findall(r'^\(rule \(\((?:= v \()?([\w-]+) ', CLEANUP_TEXT, re.M))
+    assert forgotten == (RELATIONS - OBLIGATION_OPS) | (ANALYSES - READ_BY_EXTRACTION)
+
+
+def test_a_session_forgets_its_packs_relations(cat):
+    """Relations a rule pack declares are forgotten by drop_facts as lang.egg's are."""
+    from satfuse.engine import parse_trace
+    from satfuse.engine.session import Source
+
+    pack = Source("mine.egg", "(ruleset mine)\n(relation seen (T))\n"
+                              "(rule ((= e (Exp x))) ((seen e)) :ruleset mine :name \"mine/seen\")\n")
+    sess = Session([*cat.sources, pack])
+    sess.add_trace(parse_trace('def computation(x: "f32[3]"):\n  y = exp(x)  # f32[3]\n  return (y,)\n'))
+    sess.run(["(run mine 1)"], "mine")
+    assert sess.sizes()["seen"] == 1
+    sess.drop_facts()
+    assert not sess.sizes().get("seen") and not sess.sizes().get("rank")
 
 
 def test_a_session_takes_one_program(cat):
