@@ -311,3 +311,29 @@ def test_index_copy_into_a_0d_tensor(index):
     x, s = torch.tensor(1.5, dtype=torch.bfloat16), torch.tensor(-2.0, dtype=torch.bfloat16)
     plan = satfuse.optimize(lambda x, i, s: x.index_copy_(0, i, s), x.clone(), torch.tensor([0]), s)
     assert_like_eager(lambda x, i, s: x.index_copy_(0, i, s), plan, x, torch.tensor(index), s)
+
+
+def _remainder_out_of_a_float_into_int(a):
+    torch.remainder(torch.bitwise_and(a, a), torch.exp2(a), out=a)  # eager: Float can't be cast to Long
+    return a
+
+
+def _logical_or_into_bool(c):
+    t = torch.ones_like(c, dtype=torch.bool)
+    t.logical_or_(c)  # always a bool result: allowed whatever c's dtype
+    return t
+
+
+@pytest.mark.parametrize("fn, x", [
+    (_remainder_out_of_a_float_into_int, torch.tensor([[3]])),
+    (_logical_or_into_bool, torch.tensor([0, 5])),
+    (_logical_or_into_bool, torch.tensor([0.5, 0.0], dtype=torch.bfloat16)),
+    (lambda a: a.mul_(0.5), torch.tensor([True, False])),
+    (lambda a: a.eq_(2.5), torch.tensor([1, 2])),
+    (lambda a: torch.add(a, 0.5, out=torch.empty(0, dtype=torch.int64)), torch.zeros(0)),
+], ids=["out-float-into-int", "logical-or-int-into-bool", "logical-or-bf16-into-bool", "bool-mul-float",
+        "int-eq-float", "empty-out-float-into-int"])
+def test_result_cast_to_the_written_dtype_as_eager(fn, x):
+    """An in-place or ``out=`` result must cast to the written dtype under eager's rule for that
+    op (its own kernel decides: comparisons and logical ops always give bools)."""
+    assert_like_eager(fn, lambda *a: satfuse.optimize(fn, *a)(*a), x)

@@ -9,9 +9,11 @@ eager's exception type, so capture refuses exactly what eager refuses. (Checks o
 
 Fake and meta kernels also skip the checks a real kernel makes before it reads any data:
 the dtypes it is compiled for (``bitwise_not`` of a float tensor raises
-``NotImplementedError: "bitwise_not_cpu" not implemented for 'Float'``) and the conversion of
+``NotImplementedError: "bitwise_not_cpu" not implemented for 'Float'``), the conversion of
 a Scalar argument to the op's dtype (``clamp(int32, min=2**31)``, ``add(f16, f16, alpha=1e5)``
-raise "value cannot be converted to type ... without overflow"). :func:`probe_kernel` runs
+raise "value cannot be converted to type ... without overflow") and the cast of an in-place or
+``out=`` result to the written dtype (``int_t.mul_(0.5)`` raises, ``bool_t.logical_or_(int_t)``
+does not). :func:`probe_kernel` runs
 the real kernel once on tiny tensors of the same dtypes, device and empty dims, and raises
 what it raises for those two reasons only: an op the program computes but never uses is
 refused as eager refuses it, and a plan never computes what eager rejects.
@@ -112,7 +114,8 @@ def with_eager_checks(table: dict) -> dict:
 # ---------------------------------------------------------------- the real kernel's value-independent refusals
 
 #: what a real kernel raises for the dtypes or Scalar arguments alone, never for tensor values
-_KERNEL_REFUSAL = re.compile(r"not implemented for '|cannot be converted to type .* without overflow")
+_KERNEL_REFUSAL = re.compile(r"not implemented for '|cannot be converted to type .* without overflow|"
+                             r"can't be cast to the desired output type")
 _PROBED: dict[tuple, BaseException | None] = {}
 
 

@@ -202,38 +202,12 @@ class _OverlapCheck(TorchDispatchMode):
                             f"{func} reads a tensor that overlaps the tensor it writes element by element in another "
                             "layout (eager's result then depends on its loop order, which a functional plan cannot "
                             "reproduce): clone() the operand before the in-place op")
-            if written and torch.Tag.pointwise in func.tags and args and args[0] is written[0]:
-                _check_result_castable(func, args, kwargs)
         return with_eager_check(func)(*args, **kwargs)
 
 
 class OrderDependentWriteError(RuntimeError):
     """An in-place op whose eager result depends on the order its loop visits overlapping elements
     (refused: see ``_order_dependent``)."""
-
-
-def _check_result_castable(func: Any, args: tuple, kwargs: dict) -> None:
-    """An in-place pointwise op must be able to cast its result to the written tensor's dtype, as
-    eager checks (``b.mul_(0.5)`` on a bool tensor raises); functionalization would just cast."""
-    from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
-
-    self = args[0]
-    # scaling keywords (``alpha``, ``value``) do not take part in type promotion: eager casts them to the
-    # result type (``bool_tensor.add_(other, alpha=-1)`` is allowed)
-    operands = [a for a in (*args, *(v for v in kwargs.values() if isinstance(v, torch.Tensor)))
-                if isinstance(a, (torch.Tensor, int, float, complex)) and not isinstance(a, bool)]
-    try:
-        _, result = elementwise_dtypes(*operands, type_promotion_kind=ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT)
-    except Exception:  # noqa: BLE001 - operands promotion does not apply to: leave it to the op
-        return
-    if not torch.can_cast(result, self.dtype):
-        raise EagerError(f"result type {_dtype_word(result)} can't be cast to the desired output type "
-                           f"{_dtype_word(self.dtype)}")
-
-
-def _dtype_word(dt: torch.dtype) -> str:
-    return {torch.float32: "Float", torch.float64: "Double", torch.bool: "Bool", torch.int64: "Long",
-            torch.int32: "Int", torch.float16: "Half", torch.bfloat16: "BFloat16"}.get(dt, str(dt))
 
 
 def _order_dependent(w: torch.Tensor, r: torch.Tensor) -> bool:
