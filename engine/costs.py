@@ -180,8 +180,9 @@ class Traffic:
         return self.reads + self.writes
 
     def intermediates(self) -> list[Move]:
-        """Writes of values that are neither program outputs nor write-backs: materialized intermediates."""
-        return [m for m in self.moves if m.kind == "write" and m.role == "intermediate"]
+        """Writes of values that are neither program outputs nor write-backs: materialized
+        intermediates (between steps, or between the kernels nvFuser splits a segment into)."""
+        return [m for m in self.moves if m.kind == "write" and m.role in ("intermediate", "split")]
 
     def table(self) -> str:
         rows = [f"{'kind':<6} {'var':<20} {'type':<24} {'bytes':>14} {'role':<12} step"]
@@ -264,14 +265,18 @@ def plan_traffic(steps: Iterable[Any], trace: Trace, hints: dict[str, int] | Non
     node's tensor operands and writes its results; a ``copy`` (write-back copy) reads the
     value and writes the buffer; a ``clone`` reads and writes its value. Each segment and
     fallback is one kernel (copies and clones too), except a fallback that is a torch view
-    (``EAGER_VIEWS``: no kernel, no bytes, as in :func:`eager_traffic`)."""
+    (``EAGER_VIEWS``: no kernel, no bytes, as in :func:`eager_traffic`). A segment with a
+    ``predicted`` segmentation (``lowering/kernels.py``: what nvFuser's own segmenter makes of
+    it) counts its predicted kernels, the values written between them and read back (role
+    ``split``) and its inputs read again by later kernels (role ``reread``)."""
     roles = _Roles(trace)
     t = Traffic("nvfuser")
     for s in steps:
         kind = getattr(s, "kind", None)
         name = getattr(s, "name", kind)
         if kind == "segment":
-            t.kernels += 1
+            pred = getattr(s, "predicted", None)
+            t.kernels += pred.count if pred is not None else 1
             read = {id(v) for v in _segment_reads(s)}
             for v in s.inputs:
                 if v.is_tensor and id(v) in read:
@@ -281,6 +286,14 @@ def plan_traffic(steps: Iterable[Any], trace: Trace, hints: dict[str, int] | Non
                     t.moves.append(Move("write", v.name, str(v.type), var_bytes(v, hints), name, roles(v)))
             for buf, val in getattr(s, "aliases", ()):
                 t.moves.append(Move("write", buf.name, str(buf.type), var_bytes(val, hints), name, "writeback"))
+            if pred is not None:  # nvFuser splits it: what crosses between its kernels
+                for v, n in pred.rereads:
+                    for _ in range(n):
+                        t.moves.append(Move("read", v.name, str(v.type), var_bytes(v, hints), name, "reread"))
+                for v, _g, readers in pred.crossings:
+                    b = var_bytes(v, hints)
+                    t.moves.append(Move("write", v.name, str(v.type), b, name, "split"))
+                    t.moves += [Move("read", v.name, str(v.type), b, name, "split") for _ in readers]
         elif kind == "fallback" and getattr(s, "in_place", None) is not None:
             t.kernels += 1  # written in place: reads its operands but the buffer, writes what they hold
             n, buf = s.node, s.in_place

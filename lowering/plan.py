@@ -42,6 +42,7 @@ from .aliasing import Pattern
 from .checks import CheckStep, DataCheck, builtin_checks, place_checks
 from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
+from .kernels import predict
 from .obligations import obligation_checks
 from .segments import TORCH_VIEW, Fallback, Segment, may_alias_nodes, partition
 from .writeback import Clone, WriteCopy, plan_writebacks, step_nodes
@@ -282,6 +283,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     steps, barrier = place_checks(partition(trace), [*builtin_checks(trace), *obligation_checks(trace), *checks])
     wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
+    for s in segments:
+        s.predicted = predict(s, hints)
 
     # one namespace for the program (the prologue has its own, guards.py): globals first, then
     # the names write-backs chose for clones, then Vars (theirs where free) and symbols

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 import sympy
 from satfuse.engine.ir import Node, TensorType, Trace, Var
@@ -50,6 +50,8 @@ class Segment:
     inputs: list[Var] = field(default_factory=list)
     outputs: list[Var] = field(default_factory=list)
     aliases: list[tuple[Var, Var]] = field(default_factory=list)
+    #: nvFuser's own segmentation of it (``kernels.predict``); filled in by ``plan.lower``
+    predicted: Any = None
     kind = "segment"
 
     @property

@@ -96,6 +96,78 @@ _row("index_copy_", False, None, OPS_CPP, note="an in-place write into the calle
 _row("copy_", True, "cast", NOTES + " (in-place write-back: set + add_output(alias_input=))",
      note="dst's value after dst.copy_(src): cast + broadcast of src")
 
+
+# ---- how nvFuser segments a fusion and what a call costs on the host (lowering/kernels.py).
+# Read in NVIDIA/Fuser at the commit the 0.2.36 wheel was built from (git 7e04d26); the host
+# times are estimates until a GPU run measures them (bench/run.py compares with torch.profiler).
+FUSER = "NVIDIA/Fuser@7e04d26 "
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One thing nvFuser does that the kernel model (``kernels.py``) relies on, and where it is read."""
+
+    id: str
+    what: str
+    source: str
+
+
+FACTS: dict[str, Fact] = {f.id: f for f in (
+    Fact("reduction-signature",
+         "reductions are fused into one kernel only when their reduced tensors have the same number of "
+         "non-broadcast root dims and mapped reduction axes; otherwise the segmenter splits them "
+         "(CombineReductions merges groups of equal signature)",
+         FUSER + "csrc/scheduler/reduction.cpp ReductionScheduler::canScheduleCompileTime ('Inconsistent "
+         "reduction root size', 'Un-mapped multi-reduction'); csrc/scheduler/normalization_utils.cpp "
+         "compileTimeCheck; csrc/fusion_segmenter.cpp CombineReductions"),
+    Fact("persistent-budget",
+         "a normalization (the reduced tensor is used again after the reduction) runs as one persistent "
+         "kernel only if a row fits on chip: half the register file (128 KiB) per SM, times the cluster "
+         "size on Hopper; inner-persistent shared-memory buffers are off on sm90+. Otherwise it is "
+         "segmented into reduction and pointwise kernels",
+         FUSER + "csrc/scheduler/normalization_inner.cpp canScheduleRunTime ('not enough registers for "
+         "persistence'); csrc/scheduler/normalization_utils.cpp "
+         "getMaxRegOrSharedMemorySizeBitForPersistentBuffer; csrc/scheduler/utils.h register_file_size_bit; "
+         "csrc/scheduler/utils.cpp getMaxClusterSize"),
+    Fact("post-reduction-broadcast",
+         "a broadcast of a reduction result to a domain other than the reduced tensor's is not a "
+         "normalization the persistent schedulers accept: the fusion is segmented there",
+         FUSER + "csrc/scheduler/normalization_utils.cpp compileTimeCheck "
+         "(SchedulerTopologyChecker::hasNonNormalizePostReductionBCast, 'unsupported post reduction "
+         "normalization')"),
+    Fact("pointwise-reference",
+         "the pointwise scheduler needs one reference tensor whose domain covers every output; outputs "
+         "of shapes it cannot cover go to another kernel",
+         FUSER + "csrc/scheduler/pointwise.cpp canScheduleCompileTime (hasReferenceTensorView, "
+         "'cannot find reference tensor'); csrc/scheduler/tools/domain_map.cpp isValidReference"),
+    Fact("alias-views",
+         "an output that is only a view (reshape, permute, broadcast, squeeze) of a fusion input is an "
+         "alias evaluated on the host, without a kernel (the no-op / expression-evaluator schedulers)",
+         FUSER + "csrc/preseg_passes/mark_aliases_prepare.cpp; csrc/alias_analysis.cpp; "
+         "csrc/scheduler/no_op.cpp; csrc/scheduler/scheduler_types.h all_heuristics_in_priority_order"),
+    Fact("lookup-input",
+         "the looked-up tensor of select/index_select/take_along_axis/slice/pad/cat must be a fusion "
+         "input for the pointwise, reduction and normalization schedulers",
+         FUSER + "csrc/scheduler/registry_utils.cpp rejectScheduleForMemoryPromotion; " + NOTES),
+    Fact("host-call",
+         "FusionDefinition.execute: Python -> FusionExecutorCache::runFusionWithInputs, which encodes "
+         "every argument (sizes, strides, alignment of each tensor) into a cache key "
+         "(InputsIdLookup::lookupId), finds the compiled runtime, allocates each output and launches "
+         "each segment's kernel in order",
+         FUSER + "python/nvfuser_direct/__init__.py FusionDefinition.execute; "
+         "csrc/runtime/fusion_executor_cache.cpp runFusionWithInputs; csrc/runtime/fusion_cache_utils.cpp "
+         "InputsIdLookup::lookupId; csrc/runtime/fusion_kernel_runtime.cpp runWithInputs"),
+)}
+
+#: bytes of one reduced row a persistent kernel may keep on chip on an H100: half the register
+#: file (register_file_size_bit = 128 KiB) times the cluster size (8, the portable maximum that
+#: getMaxClusterSize finds on sm90); see FACTS['persistent-budget']
+PERSISTENT_BUDGET_BYTES = 128 * 1024 * 8
+#: host microseconds of one execute call (FACTS['host-call']): a fixed part, each tensor argument
+#: or output (cache-key encoding, allocation), each kernel launch. Estimates, not measurements:
+#: a GPU run (bench/run.py) is to calibrate them.
+HOST_US = {"execute": 20.0, "per_tensor": 1.0, "launch": 4.0}
+
 assert not (set(OPS) - set(SUPPORT)), set(OPS) - set(SUPPORT)
 assert set(REDUCTIONS) <= set(SUPPORT)
 

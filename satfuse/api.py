@@ -147,8 +147,11 @@ class Plan:
     __repr__ = __str__
 
     def segment_table(self) -> str:
-        """Per step of the lowered plan: bytes read and written across its boundary, kernels."""
-        from satfuse.engine.costs import minimum_traffic, plan_traffic
+        """Per step of the lowered plan: bytes read and written across its boundary and the kernels
+        it launches (for a segment, those nvFuser's own segmenter is predicted to make of it:
+        ``lowering/kernels.py``, whose split values and re-reads are in the bytes), the predicted
+        host time of the execute calls, and why each split happens."""
+        from satfuse.engine.costs import EAGER_VIEWS, minimum_traffic, plan_traffic
 
         hints = self.captured.symbol_hints if self.captured is not None else {}
         traffic = plan_traffic(self.lowered.steps, self.lowered.trace, hints)
@@ -159,13 +162,30 @@ class Plan:
                 order.append(m.step)
                 rows[m.step] = [0, 0]
             rows[m.step][0 if m.kind == "read" else 1] += m.bytes
-        lines = [f"{'step':<40} {'bytes in':>14} {'bytes out':>14}"]
+        kernels: dict[str, int] = {}  # predicted kernels per step (lowering/kernels.py for segments)
+        splits: list[str] = []
+        host = 0.0
+        for step in self.lowered.steps:
+            name = getattr(step, "name", step.kind)
+            pred = getattr(step, "predicted", None)
+            if pred is not None:
+                host += pred.host_us
+                splits += [f"  {name}: {r}" for r in pred.reasons]
+            kernels[name] = kernels.get(name, 0) + (pred.count if pred is not None else 0 if step.kind == "check"
+                                                    or getattr(step, "node", None) is not None
+                                                    and step.node.op in EAGER_VIEWS else 1)
+        lines = [f"{'step':<40} {'bytes in':>14} {'bytes out':>14} {'kernels':>8}"]
         for st in order:
-            lines.append(f"{st[:40]:<40} {rows[st][0]:>14,} {rows[st][1]:>14,}")
+            lines.append(f"{st[:40]:<40} {rows[st][0]:>14,} {rows[st][1]:>14,} {kernels.get(st, 1):>8}")
         least = minimum_traffic(self.lowered.trace, hints).total
         ratio = f"{traffic.total / least:.3f}" if least else "-"
         lines.append(f"total {traffic.total:,} bytes in {traffic.kernels} kernel launch(es); "
                      f"minimum {least:,} (every input read once, every output written once); ratio {ratio}")
+        lines.append(f"predicted host time of the segments' execute calls: {host:.0f} us per call (estimates: "
+                     f"lowering/support.py HOST_US)")
+        if splits:
+            lines.append("segments nvFuser is predicted to split into several kernels:")
+            lines += splits
         return "\n".join(lines)
 
     def to_dot(self, title: str = "") -> str:
