@@ -35,7 +35,7 @@ import torch
 from satfuse.engine import log
 from satfuse.engine.ir import IRError, Namespace, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
-from satfuse.engine.vocab import IMPLS, INPLACE, is_opaque
+from satfuse.engine.vocab import IMPLS, INPLACE, is_opaque, resolve_opaque
 
 from . import frontend_ref, nvfuser_probe
 from .aliasing import Pattern
@@ -342,7 +342,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             defs = [local(o) for o in n.outs]
             if is_opaque(n.op):
                 parts = [r.value(a, "list") for a in n.args] + [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items()]
-                lines.append(f"{', '.join(defs)} = {n.op}({', '.join(parts)})  # fallback: {step.reason}")
+                target = f"[{defs[0]}]" if len(defs) == 1 and _returns_list(n.op) else ", ".join(defs)
+                lines.append(f"{target} = {n.op}({', '.join(parts)})  # fallback: {step.reason}")
             else:
                 parts = [r.value(a) for a in n.args]
                 if n.op in ("iota", "full"):
@@ -583,3 +584,9 @@ def _reads(step: Any) -> list[Var]:
 
 
 __all__ = ["EXECUTORS", "GuardError", "LoweringError", "Plan", "SegmentError", "lower"]
+
+
+def _returns_list(op: str) -> bool:
+    """Does the torch op return a list (``split`` into one piece still returns ``[t]``)?"""
+    returns = resolve_opaque(op)._schema.returns
+    return len(returns) == 1 and str(returns[0].type).startswith("List[")

@@ -337,3 +337,19 @@ def test_result_cast_to_the_written_dtype_as_eager(fn, x):
     """An in-place or ``out=`` result must cast to the written dtype under eager's rule for that
     op (its own kernel decides: comparisons and logical ops always give bools)."""
     assert_like_eager(fn, lambda *a: satfuse.optimize(fn, *a)(*a), x)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_complex_split_into_one_piece_runs_as_torch(n):
+    """A list-returning torch op (split, unbind, chunk) run as a fallback unpacks its list also
+    when it has one element."""
+    a = torch.tensor([1 + 2j, 3 - 1j][:n])
+    check_optimize(lambda x: (torch.split(x, 2, 0)[0] * 2, torch.unbind(x, 0)[0] + 1, torch.chunk(x, 1, 0)[0] - 1,
+                              torch.eq(torch.split(x, 1, -1)[-1], torch.zeros(1, 0, dtype=torch.int32))), a)
+
+
+def test_select_of_an_empty_slice():
+    """x[:, 1:][0] on [1, 1]: the inner slice is all of the empty outer one; the rules must not
+    take that for the outer slice being all of x."""
+    check_optimize(lambda c: (c[:, 1:][0], c[:, 1:1][0:1, 0:0] + 1, c[:, 2:][0].sum()), torch.randn(1, 1))
+    check_optimize(lambda c: (c[:, 1:][0], c[1:, :][:, 0]), torch.randn(2, 2))
