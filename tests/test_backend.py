@@ -278,3 +278,21 @@ def test_make_backend_options():
 
 def test_satfuse_namespace_has_jit():
     assert callable(satfuse.jit)
+
+
+def _in_place_compare(x, c):
+    t0 = x.sum(0)  # a 0-d operand broadcast into a slice of a dynamic size
+    t3 = torch.neg(x)
+    t3[:-1].ne_(t0)
+    c.squeeze_()  # an input's metadata changed in place
+    return t3
+
+
+def test_dynamic_recompile_traces_symbolic_in_place_ops():
+    """The second size makes Dynamo's graph dynamic: in-place ops whose torch kernels are Python
+    refs (``ne_`` broadcasting its operand, ``squeeze_`` of an input) capture with symbolic sizes."""
+    from semantics_util import assert_like_eager
+
+    f = torch.compile(_in_place_compare, backend="satfuse")
+    for n in (1, 5, 1, 3):
+        assert_like_eager(_in_place_compare, f, torch.randn(n), torch.ones(n, n, dtype=torch.bool).t())

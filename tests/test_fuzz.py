@@ -23,7 +23,6 @@ COUNTS = {"optimize": 30, "jit": 8, "compile": 3}
 
 #: (mode, program index) -> the finding (in /work/findings) that tracks its failure
 KNOWN: dict[tuple[str, int], str] = {
-    ("compile", 2): "other-fuzz-compile-squeeze-input-indexerror.py",
 }
 
 

@@ -113,7 +113,8 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
 
     collect = run_functionalized_fw_and_collect_metadata(
         checked, flat_args_descs=[PlainAOTInput(i) for i in range(len(fakes))], keep_input_mutations=True)
-    meta = collect(*fakes)
+    with enable_python_dispatcher():  # as AOTAutograd: symbolic sizes reach torch's Python kernels (refs)
+        meta = collect(*fakes)
     args, outs = box[-1]
     for i, info in enumerate(meta.input_info):
         if info.mutates_metadata:
