@@ -38,7 +38,7 @@ from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
-from satfuse.lowering.cache import Entry, PlanCache, RunEagerly, fast_prologue
+from satfuse.lowering.cache import EagerRaises, Entry, PlanCache, RunEagerly, fast_prologue
 from satfuse.lowering.guards import GuardError
 
 _LOG = logging.getLogger("satfuse.capture")
@@ -144,8 +144,14 @@ class Jitted:
                                          "such calls get static plans")
         try:
             return self._build(args, kwargs, key, inputs, False)
-        except (RunEagerly, TracingError):
+        except RunEagerly:
             raise
+        except TracingError as err:  # torch rejects these inputs: eager's own error, nothing written
+            try:
+                run_on_copies(self.fn, args[:len(args) - len(self.state.names)] if self.state else args, kwargs)
+            except Exception as eager:  # noqa: BLE001 - whatever eager raises is the answer
+                raise EagerRaises(eager) from err
+            raise RunEagerly(str(err)) from err  # eager accepts them after all: this call runs eagerly
         except Exception as err:  # noqa: BLE001 - satfuse cannot plan this program: eager is correct
             self._eager_keys.add(key)
             self._log_once("eager", f"no plan for this program ({type(err).__name__}: {_first_line(err)}); "
@@ -204,6 +210,29 @@ class Jitted:
 
     def __repr__(self) -> str:
         return f"<satfuse.jit {getattr(self.fn, '__qualname__', self.fn)} {self.cache!r}>"
+
+
+def run_on_copies(fn: Callable, args: tuple, kwargs: dict) -> None:
+    """Run ``fn`` eagerly on copies of the arguments that share memory exactly as the originals
+    do: a call that no plan fits and that torch rejects while tracing raises eager's own
+    exception (type and message) with every caller tensor untouched."""
+    storages: dict[Any, Any] = {}
+
+    def shadow(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor) or type(x) not in (torch.Tensor, torch.nn.Parameter) or x.is_conj() \
+                or x.is_neg() or x.layout != torch.strided:
+            return x.detach().clone() if isinstance(x, torch.Tensor) else x
+        st = x.untyped_storage()
+        key = st.data_ptr() if st.nbytes() else ("empty", id(x))
+        copy = storages.get(key)
+        if copy is None:
+            copy = storages[key] = st.clone()
+        y = torch.empty(0, dtype=x.dtype, device=x.device)
+        return y.set_(copy, x.storage_offset(), x.size(), x.stride())
+
+    with torch.no_grad():
+        args, kwargs = pytree.tree_map(shadow, (args, kwargs))
+    fn(*args, **kwargs)
 
 
 def _first_line(err: Exception) -> str:

@@ -40,6 +40,14 @@ def _unique(x):
     return torch.unique(x)
 
 
+def _unbind_first(x):
+    return x.unbind(-1)[0].isnan()  # a one-element unbind is still a list the plan unpacks
+
+
+def _index_copy(a, i):
+    return torch.index_copy(a, -1, i, a)
+
+
 CASES = {
     "step_slice": (_steps, [(torch.randn(6),), (torch.randn(9),), (torch.randn(6, 3)[:, 0],)]),
     "negative_pad": (_neg_pad, [(torch.randn(6),), (torch.randn(9),)]),
@@ -48,6 +56,12 @@ CASES = {
     "nonzero": (_nonzero, [(torch.tensor([1.0, 0, 2]),), (torch.tensor([0.0, 0, 2, 3]),)]),
     "bool_mask": (_mask, [(torch.tensor([1.0, -1, 2]),), (torch.tensor([0.0, 0, 2, 3]),)]),
     "unique": (_unique, [(torch.tensor([1.0, 1, 2]),), (torch.tensor([0.0, 0, 2, 3]),)]),
+    # eager raises IndexError on the empty tensor; size 1 unbinds to a one-element list
+    "unbind_one": (_unbind_first, [(torch.ones(0, dtype=torch.bool),), (torch.ones(1, dtype=torch.bool),),
+                                   (torch.ones(0, dtype=torch.bool),)]),
+    # no plan fits and capture fails: eager's own IndexError (not a RecompileError), inputs untouched
+    "index_copy_rejected": (_index_copy, [(torch.zeros(0, 0), torch.tensor([2, 1, 0])),
+                                          (torch.zeros(0, 0), torch.tensor([0, 1, 2]))]),
 }
 
 
@@ -72,6 +86,23 @@ def test_label_smoothing_and_float_extent_get_static_plans_logged_once(caplog):
     assert sum("k3" in m and "static" in m for m in msgs) == 1, msgs  # said once, not per call
     assert sum("ce" in m and "static" in m for m in msgs) == 1, msgs
     assert j.stats()["eager_calls"] == 0  # static plans, not eager runs
+
+
+def test_no_plan_raises_eagers_error_with_inputs_untouched():
+    """A call no plan fits whose capture fails because eager rejects it raises eager's own exception
+    (type and message), run on copies that share memory as the arguments do: nothing is written."""
+
+    def f(a, b, i):
+        a.add_(1)
+        b.index_copy_(0, i, a)  # eager writes ``a`` and then raises
+        return b
+
+    j = satfuse_jit(f)
+    base = torch.zeros(6)
+    a, b = base[:3], base[3:]
+    with pytest.raises(IndexError, match="index_copy_"):
+        j(a, b, torch.tensor([0, 1]))
+    assert torch.equal(base, torch.zeros(6))
 
 
 def test_torch_rejection_still_raises_before_any_write():
