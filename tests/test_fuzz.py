@@ -22,8 +22,7 @@ SEED = 1
 COUNTS = {"optimize": 30, "jit": 8, "compile": 3}
 
 #: (mode, program index) -> the finding (in /work/findings) that tracks its failure
-KNOWN: dict[tuple[str, int], str] = {
-}
+KNOWN: dict[tuple[str, int], str] = {}
 
 
 def _params() -> list:
