@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import torch
+
 from .guards import GuardError
 
 ON_LIMIT = ("raise", "eager")
@@ -235,6 +237,19 @@ def fast_prologue(prologue: Any) -> Callable[[Sequence[Any]], Any]:
     glob["fail"] = fail
     exec(compile(src, "<satfuse prologue (cache)>", "exec"), glob)
     return glob[fn.__name__]
+
+
+def floats_as_tensors(inputs: Sequence[Any], positions: Sequence[int], names: Sequence[str]) -> list[Any]:
+    """The plan's inputs for a call: at each position where capture made a Python float argument a
+    0-d float64 tensor input (``Captured.float_inputs``), the call's float as one. Anything but a
+    float there fails the guard (an int or a tensor is another program: it gets its own plan)."""
+    out = list(inputs)
+    for i in positions:
+        x = out[i]
+        if type(x) is not float:
+            raise GuardError(f"guard failed: {names[i]} is a Python float (got {type(x).__name__})")
+        out[i] = torch.tensor(x, dtype=torch.float64)
+    return out
 
 
 class _KeyMismatch(GuardError):

@@ -27,6 +27,7 @@ from satfuse.engine.session import Budget
 from satfuse.lowering import GuardError, lower
 from satfuse.lowering.aliasing import describe, runs_eagerly, written_positions
 from satfuse.lowering.aliasing import of_trace as aliasing_of
+from satfuse.lowering.cache import floats_as_tensors
 from satfuse.lowering.plan import view_layouts
 from satfuse.rewrites import load_catalogue
 from satfuse.rewrites.packs import Catalogue, builtin_catalogue
@@ -125,6 +126,8 @@ class Plan:
             if i not in cap.input_leaf_positions and not _same_constant(got, want):
                 raise ValueError(f"argument leaf {i} was the constant {want!r} at capture, got {got!r}")
         flat = [leaves[i] for i in cap.input_leaf_positions]
+        if cap.float_inputs:
+            flat = floats_as_tensors(flat, cap.float_inputs, [v.name for v in cap.trace.inputs])
         outs = self.lowered(*flat)
         if cap.out_spec is None:
             return outs

@@ -38,7 +38,7 @@ from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
-from satfuse.lowering.cache import EagerRaises, Entry, PlanCache, RunEagerly, fast_prologue
+from satfuse.lowering.cache import EagerRaises, Entry, PlanCache, RunEagerly, fast_prologue, floats_as_tensors
 from satfuse.lowering.guards import GuardError
 
 _LOG = logging.getLogger("satfuse.capture")
@@ -186,6 +186,10 @@ class Jitted:
             every = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
             return Entry(check=_pattern_check(alias_pattern(inputs, every), every), plan=None, key=key)
         timings = {"capture": cap.seconds}
+        floats = cap.float_inputs
+        names = [v.name for v in cap.trace.inputs]
+        if floats:
+            inputs = floats_as_tensors(inputs, floats, names)
         aliasing = aliasing_of(cap.trace, inputs)
         if runs_eagerly(aliasing, written_positions(cap.trace)):
             return Entry(check=_pattern_check(aliasing, written_positions(cap.trace)), plan=None, key=key)
@@ -206,6 +210,8 @@ class Jitted:
         if hidden:
             check = _hidden_checked(check, hidden)
         run = lowered.run_unchecked
+        if floats:
+            check, run = _with_float_inputs(check, run, floats, names)
         return Entry(check=check, plan=plan, key=key, info={"out_spec": cap.out_spec, "run": run})
 
     def __repr__(self) -> str:
@@ -259,6 +265,22 @@ def _hidden_checked(prologue: Callable, hidden: Any) -> Callable:
         return prologue(inputs)
 
     return check
+
+
+def _with_float_inputs(check: Callable, run: Callable, floats: Sequence[int],
+                       names: Sequence[str]) -> tuple[Callable, Callable]:
+    """The guard and the run of a plan whose float arguments are 0-d tensor inputs: the guard
+    converts the call's floats (and fails for anything else there), the run takes its result."""
+
+    def checked(inputs: Sequence[Any]) -> Any:
+        plan_inputs = floats_as_tensors(inputs, floats, names)
+        return check(plan_inputs), plan_inputs
+
+    def ran(inputs: Sequence[Any], env: Any) -> Any:
+        env, plan_inputs = env
+        return run(plan_inputs, env)
+
+    return checked, ran
 
 
 def _pattern_check(expected: tuple, written: list[int]) -> Callable[[Sequence[Any]], Any]:

@@ -6,8 +6,8 @@ Both reuse the fx -> Trace converter (``convert.py``); they differ from
 - :func:`capture_dynamo_graph` re-traces a Dynamo graph functionalized under Dynamo's own
   fake mode, and :func:`trace_from_graph` converts the result under Dynamo's ShapeEnv, so the
   trace's symbols stand for Dynamo's and every guard we evaluate on them becomes a Dynamo guard.
-- :func:`capture_symbolic` is ``capture`` with every argument dynamic by default
-  (see ``capture``'s docstring for the range guards).
+- :func:`capture_symbolic` is ``capture`` with every argument dynamic by default and float
+  arguments symbolic (see ``capture``'s docstring for the range guards and the floats).
 """
 
 from __future__ import annotations
@@ -77,8 +77,9 @@ def _clean(n: str) -> str:
 
 def capture_symbolic(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[int] = True,
                      name: str | None = None, **example_kwargs: Any) -> Captured:
-    """``capture`` with every argument dynamic by default (the jit's entry)."""
-    return capture(fn, *example_inputs, dynamic=dynamic, name=name, **example_kwargs)
+    """``capture`` with every argument dynamic by default and dynamic floats as plan inputs
+    (``Captured.float_inputs``): the jit's entry."""
+    return capture(fn, *example_inputs, dynamic=dynamic, name=name, symbolic_floats=True, **example_kwargs)
 
 
 @dataclass

@@ -11,10 +11,12 @@ converted op by op (``convert.py``), and the ShapeEnv's assumptions become guard
 from __future__ import annotations
 
 import inspect
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+import sympy
 import torch
 import torch.utils._pytree as pytree
 from torch._decomp import get_decompositions
@@ -65,30 +67,56 @@ class Captured:
     input_leaf_positions: list[int]
     seconds: float = 0.0
     symbol_hints: dict[str, int] = field(default_factory=dict)
+    #: indices into the trace's inputs of Python float arguments traced as 0-d float64 tensors
+    #: (``capture(..., symbolic_floats=True)``): a call passes ``torch.tensor(x, dtype=float64)`` there
+    float_inputs: tuple[int, ...] = ()
 
 
 def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = False, name: str | None = None,
-            call_kwargs: dict[str, Any] | None = None, **example_kwargs: Any) -> Captured:
+            call_kwargs: dict[str, Any] | None = None, symbolic_floats: bool = False,
+            **example_kwargs: Any) -> Captured:
     """Trace ``fn(*example_inputs, **call_kwargs, **example_kwargs)`` on fake copies of the inputs under a
     ShapeEnv of our own (``call_kwargs`` carries keywords named like this function's own parameters).
 
     ``dynamic``: False bakes every extent and scalar as a guarded constant; True makes
     every tensor dim and int scalar symbolic; a list of argument positions (and keyword
-    names) makes only those arguments dynamic. Floats and bools are always guarded
-    constants. Int scalars are *unspecified* symbols (as Dynamo makes them: no 0/1
+    names) makes only those arguments dynamic. Bools are always guarded constants; floats too
+    unless ``symbolic_floats``: then a dynamic finite float is a plan input, as Dynamo's
+    unspecialized floats are (a 0-d float64 tensor whose ``.item()`` the program sees as a
+    SymFloat; torch's ``tensorify_python_scalars`` turns the float math into tensor math), and
+    one plan serves every value. A float the program branches on, or that torch cannot
+    tensorify (an extent, an op without a tensor form), is captured again as a guarded constant.
+    Int scalars are *unspecified* symbols (as Dynamo makes them: no 0/1
     specialization, no assumed sign); tensor dims follow torch's rules (size 0/1 is a
     constant, other dynamic dims are symbols assumed ``>= 2``). Every assumption the
     ShapeEnv made about a symbol's range becomes an explicit guard of the trace:
     ``x.squeeze(0)`` on ``[s0, 4]`` is decided with no guard because ``s0 >= 2`` is
     assumed, so a plan without the range guard would be silently wrong at size 1.
     """
+    kwargs = {**(call_kwargs or {}), **example_kwargs}
     with TRACING:
-        return _capture(fn, example_inputs, {**(call_kwargs or {}), **example_kwargs}, dynamic, name)
+        if not symbolic_floats:
+            return _capture(fn, example_inputs, kwargs, dynamic, name, None)
+        try:
+            return _capture(fn, example_inputs, kwargs, dynamic, name, set())
+        except _SpecializeFloats as again:
+            log.capture.info("floats %s are guarded constants: %s", sorted(again.positions), again.why)
+            return _capture(fn, example_inputs, kwargs, dynamic, name, again.positions)
+
+
+class _SpecializeFloats(Exception):
+    """Some float arguments traced symbolically cannot stay symbolic: capture again with them fixed."""
+
+    def __init__(self, positions: set[int], why: str) -> None:
+        super().__init__(why)
+        self.positions, self.why = positions, why
 
 
 def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: bool | Sequence[Any],
-             name: str | None) -> Captured:
-    from torch._dynamo.source import LocalSource
+             name: str | None, fixed_floats: set[int] | None) -> Captured:
+    """``fixed_floats``: leaf positions of dynamic floats that are guarded constants all the same
+    (None: every float is)."""
+    from torch._dynamo.source import FloatTensorSource, LocalSource
 
     t0 = time.perf_counter()
     leaves, in_spec = pytree.tree_flatten((example_inputs, example_kwargs))
@@ -98,6 +126,7 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
     shape_env = ShapeEnv(duck_shape=False)
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=False)
     fakes: list[Any] = []
+    float_syms: dict[int, Any] = {}  # leaf position -> the float's symbol, for floats traced as 0-d tensors
     for k, pos in enumerate(positions):
         x = leaves[pos]
         dyn = pos in dyn_leaves
@@ -110,6 +139,12 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
             fakes.append(mode.from_tensor(x, symbolic_context=ctx, source=src))
         elif type(x) is int and dyn:
             fakes.append(shape_env.create_unspecified_symint_and_symbol(x, src, DimDynamic.DYNAMIC))
+        elif type(x) is float and dyn and fixed_floats is not None and pos not in fixed_floats and math.isfinite(x):
+            # Dynamo's unspecialized float: fake-ifying a 0-d float64 tensor with a source gives it a
+            # backed SymFloat item_memo (unspecified: no assumed sign), what ``.item()`` returns
+            fake = mode.from_tensor(torch.tensor(x, dtype=torch.float64), source=FloatTensorSource(src))
+            float_syms[pos] = fake.item_memo.node.expr
+            fakes.append(fake)
         else:
             fakes.append(x)
 
@@ -118,7 +153,7 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
     def flat_fn(*flat: Any) -> list[Any]:
         full = list(leaves)
         for pos, v in zip(positions, flat):
-            full[pos] = v
+            full[pos] = v.item() if pos in float_syms else v
         args, kwargs = pytree.tree_unflatten(full, in_spec)
         out = fn(*args, **kwargs)
         flat_out, spec = pytree.tree_flatten(out)
@@ -131,7 +166,10 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
         # data-dependent ``(mask == 1).all()`` shortcut)
         with mode, quiet_torch_tracing(), torch.compiler._compile_session_context():
             fg = trace_functional(flat_fn, fakes, decomposition_table())
-    except (IRError, EagerError, EagerRefusal):
+            if fixed_floats is not None and any(isinstance(n.meta.get("val"), torch.SymFloat)
+                                                for n in fg.gm.graph.nodes):  # float args, or int math: k / 3
+                _tensorify(fg.gm, shape_env, mode, float_syms)
+    except (IRError, EagerError, EagerRefusal, _SpecializeFloats):
         raise
     except (MetadataMutationError, OrderDependentWriteError) as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
@@ -148,7 +186,61 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
                      len(trace.nodes), len(trace.inputs), len(trace.writebacks), len(trace.guards), secs * 1e3)
     log.capture.debug("captured trace:\n%s", trace)
     return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs,
-                    conv.hints)
+                    conv.hints, tuple(k for k, pos in enumerate(positions) if pos in float_syms))
+
+
+def _tensorify(gm: torch.fx.GraphModule, shape_env: ShapeEnv, mode: FakeTensorMode,
+               float_syms: dict[int, Any]) -> None:
+    """Float math on the symbolic floats as tensor math on their 0-d inputs: torch's own pass, as
+    AOTAutograd runs it for Dynamo. A float that stays a Python number after it (the program
+    branched on it: a guard; an extent; an op with no tensor form) raises :class:`_SpecializeFloats`.
+    The pass notes such floats in Dynamo's process-wide ``TensorifyState``: restored after it."""
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+    from torch._dynamo.symbolic_convert import TensorifyState
+    from torch.fx.passes._tensorify_python_scalars import tensorify_python_scalars
+
+    _int_true_div_as_float(gm, shape_env)
+    by_name = {str(s): pos for pos, s in float_syms.items()}
+    before = set(TensorifyState.force_specializations)
+    try:
+        tensorify_python_scalars(gm, shape_env, mode)
+        failed = set()
+    except TensorifyScalarRestartAnalysis:
+        failed = {by_name[n] for n in TensorifyState.force_specializations - before if n in by_name}
+        failed = failed or set(float_syms)
+    finally:
+        TensorifyState.force_specializations.clear()
+        TensorifyState.force_specializations.update(before)
+    guarded = {by_name[str(s)] for g in shape_env.guards for s in g.expr.free_symbols if str(s) in by_name}
+    left = {by_name[str(s)] for n in gm.graph.nodes
+            if isinstance(v := n.meta.get("val"), (torch.SymFloat, torch.SymInt, torch.SymBool))
+            for s in v.node.expr.free_symbols if str(s) in by_name}
+    if failed | guarded | left:
+        raise _SpecializeFloats(failed | guarded | left, "the program branches on them or uses them "
+                                "where torch has no tensor form for float math")
+
+
+def _int_true_div_as_float(gm: torch.fx.GraphModule, shape_env: ShapeEnv) -> None:
+    """``k / 3`` on an int argument as float64 division of the converted ints, which torch's pass can
+    tensorify (it has no tensor form for int / int). Python's int / int is correctly rounded, and so
+    is float64 division of exactly converted ints: the same number while both operands convert
+    exactly, which becomes a guard of the plan. The pass converts an int through ``scalar_tensor``,
+    in the default dtype: at most 2**24 in magnitude for float32."""
+    from torch.utils._sympy.functions import FloatTrueDiv, IntTrueDiv, ToFloat
+
+    exact = min(round(2 / torch.finfo(torch.get_default_dtype()).eps), 2**53)
+
+    for n in gm.graph.nodes:
+        v = n.meta.get("val")
+        if not (isinstance(v, torch.SymFloat) and v.node.expr.has(IntTrueDiv)):
+            continue
+        for div in v.node.expr.atoms(IntTrueDiv):
+            for e in div.args:
+                if not e.is_number:
+                    shape_env.evaluate_expr(sympy.Le(e, exact))
+                    shape_env.evaluate_expr(sympy.Ge(e, -exact))
+        expr = v.node.expr.replace(IntTrueDiv, lambda a, b: FloatTrueDiv(ToFloat(a), ToFloat(b)))
+        n.meta["val"] = shape_env.create_symfloatnode(expr, hint=v.node.hint)  # float(v) would guard
 
 
 def _dynamic_leaves(args: tuple, kwargs: dict, dynamic: bool | Sequence[Any]) -> set[int]:
