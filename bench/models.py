@@ -22,6 +22,9 @@ hidden 32, 2 heads, vocab 128, every dropout 0, each with ``attn_implementation`
 * **fused / fallback**: ops in nvFuser segments vs fallback torch calls, summed over every
   satfuse plan of the configuration (inference, forward and backward graphs, optimizer);
   **fallback kinds** counts them by op.
+* **MiB nvf/eager**: modeled bytes summed over those plans (``modeled_bytes``), as compiled
+  for nvFuser and with the same graphs optimized for the eager target; the first must never
+  exceed the second (issue 19).
 * **satfuse s / inductor s / ratio**: wall time of the first compiled call(s), which
   compile (for train: one forward + backward + optimizer step), satfuse vs
   ``torch.compile``'s default backend (Inductor, C++ codegen with gcc, its on-disk caches
@@ -179,6 +182,23 @@ class PlanTally:
             secs += c.timings.get("total", 0.0)
         return {"plans": dict(by_kind), "segments": segs, "fused_ops": fused, "fallback_ops": fb,
                 "fallback_kinds": dict(kinds.most_common()), "satfuse_compile_s": secs}
+
+
+def modeled_bytes(compiled: list[Any]) -> tuple[int, int]:
+    """Modeled bytes summed over compiled graphs (``satfuse.backend.Compiled``): of the plans as
+    compiled (nvFuser target: bytes crossing their steps, ``plan_traffic``), and of the same
+    captured graphs optimized for the eager target (an op-by-op run, ``eager_traffic``).
+    Symbolic extents count as ``costs.DEFAULT_EXTENT``."""
+    from satfuse.engine.costs import eager_traffic, plan_traffic
+    from satfuse.engine.optimize import optimize_trace
+    from satfuse.rewrites import load_catalogue
+
+    cat = load_catalogue()
+    nvf = eager = 0
+    for c in compiled:
+        nvf += plan_traffic(c.plan.steps, c.plan.trace).total
+        eager += eager_traffic(optimize_trace(c.trace, cat.sources, cat.phases, target="eager").trace).total
+    return nvf, eager
 
 
 # ---------------------------------------------------------------------- checks
@@ -352,6 +372,8 @@ class Row:
     fallback_ops: int = 0
     fallback_kinds: dict = field(default_factory=dict)
     plans: dict = field(default_factory=dict)
+    mib_nvfuser: float | None = None  # modeled bytes of every compiled plan (nvFuser target)
+    mib_eager: float | None = None  # the same graphs optimized for the eager target
     satfuse_s: float | None = None
     engine_s: float | None = None
     inductor_s: float | None = None
@@ -386,6 +408,7 @@ def run_config(name: str, attn: str, mode: str, inductor: bool = True) -> Row:
         row.fused_ops, row.fallback_ops = s["fused_ops"], s["fallback_ops"]
         row.fallback_kinds, row.plans = s["fallback_kinds"], s["plans"]
         row.engine_s = s["satfuse_compile_s"]
+        row.mib_nvfuser, row.mib_eager = (b / 2**20 for b in modeled_bytes(tally.plans))
     except Exception as e:  # noqa: BLE001 - one failing configuration must not hide the others
         row.error = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
         traceback.print_exc(file=sys.stderr)
@@ -408,12 +431,13 @@ def _kinds(d: dict) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    head = ["model", "attn", "mode", "fwd diff", "train", "graphs", "fused", "fallback", "satfuse s", "(plans s)",
-            "inductor s", "ratio", "fallback kinds"]
+    head = ["model", "attn", "mode", "fwd diff", "train", "graphs", "fused", "fallback", "MiB nvf/eager",
+            "satfuse s", "(plans s)", "inductor s", "ratio", "fallback kinds"]
     lines = []
     for r in rows:
         lines.append([r.model, r.attn, r.mode, "ERR" if r.fwd_diff is None else f"{r.fwd_diff:.1e}", r.train,
                       r.graphs or "-", str(r.fused_ops), str(r.fallback_ops),
+                      "-" if r.mib_nvfuser is None else f"{r.mib_nvfuser:.3f}/{r.mib_eager:.3f}",
                       "-" if r.satfuse_s is None else f"{r.satfuse_s:.1f}",
                       "-" if r.engine_s is None else f"{r.engine_s:.1f}",
                       "-" if r.inductor_s is None else f"{r.inductor_s:.1f}", r.ratio, _kinds(r.fallback_kinds)])

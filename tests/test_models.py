@@ -181,6 +181,26 @@ def test_optimize_loss_closing_over_model(hf, name):
         assert torch.allclose(plan(*batch.values()), want, atol=1e-5)
 
 
+@pytest.mark.models
+def test_gpt2_loss_nvfuser_plan_moves_no_more_than_eager_plan(hf):
+    """Issue 19 part 1 on a real model: the plan of GPT-2's loss built for nvFuser models no more
+    bytes than the plan built for eager torch (bench/models.py prints this for every config)."""
+    from satfuse.engine.costs import eager_traffic, plan_traffic
+
+    model = hf.make_model("gpt2", "sdpa").eval()
+    batch = hf.make_batch("gpt2", 8)
+    keys = list(batch)
+
+    def loss(*args):
+        return model(**dict(zip(keys, args))).loss
+
+    with torch.no_grad():
+        nvf = satfuse.optimize(loss, *batch.values())
+        eager = satfuse.optimize(loss, *batch.values(), options={"target": "eager"})
+    hints = nvf.captured.symbol_hints
+    assert plan_traffic(nvf.lowered.steps, nvf.trace, hints).total <= eager_traffic(eager.trace, hints).total
+
+
 def _padded_batch(hf, name):
     batch = hf.make_batch(name, 8)
     if "attention_mask" not in batch:  # GPT-2: pad the second row too
