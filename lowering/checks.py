@@ -81,13 +81,19 @@ class DataCheck:
     #: fields of ``message`` filled on failure: name -> Python text over ``{0}``, ... (e.g. the
     #: first index out of range, as eager's message shows it); evaluated only when the check fails
     detail: dict[str, str] = field(default_factory=dict)
+    #: CUDA: ``args[0]`` is a 0-d count computed on the device (``obligations.obligation_flags``):
+    #: the plan copies it to the host without blocking and tests it at its commit point
+    flag: bool = False
 
     def reads(self) -> list[Var]:
         return [a for a in flat_args(self.args) if isinstance(a, Var)]
 
     def render(self, value: Any) -> str:
-        """The check as one line of the plan; ``value`` renders one argument."""
+        """The check as one line of the plan; ``value`` renders one argument (for a ``flag``
+        check, ``value(args[0])`` names the host copy of the flag)."""
         vals = [value(a) for a in self.args]
+        if self.flag:
+            vals[0] = f"{vals[0]}.item()"
         cond = self.cond.format(*vals)
         if not self.detail:
             return f"if not ({cond}): raise {self.error.__name__}({self.message!r})"

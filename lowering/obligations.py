@@ -15,12 +15,13 @@ chosen nodes (``Trace.obligations``), and here each becomes a check:
 - shape obligations (``le``) are guard-prologue predicates (``shape_guards``).
 
 CPU (reference executor): one ``aminmax`` over the index and two scalar reads (a host
-read of a CPU tensor). CUDA (design, not built here): the same test as a one-byte reduction
-output of the segment that already reads the index (``any(i < 0 | i >= n)``), copied to
-pinned host memory without blocking; the plan waits on that copy's event only at its commit
-point, the first write to a caller's buffer, which the check stage already defers to after
-the last fallible step. A plan with no caller writes returns its outputs first and reads the
-flag before its next call or output use, so no call adds a device-wide sync.
+read of a CPU tensor). CUDA (:func:`obligation_flags`; emitted, not yet measured on a GPU):
+the test is IR nodes, ``sum(cast(i < 0 | i >= n, i32))``, placed right after the index is
+computed, so the segment that computes or reads the index also computes the count of bad
+indices (no pass of its own over the index). The plan copies the 0-d count to pinned host
+memory without blocking right after that segment and records an event; it waits on that
+event (not on the device) only at the commit point: before the first write to a caller's
+buffer, or, for a plan that writes none, after every step is queued, just before it returns.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 import sympy
-from satfuse.engine.ir import Obligation, Trace, Var
+from satfuse.engine.ir import Namespace, Node, Obligation, Trace, Var
+from satfuse.engine.vocab import infer
 
 from .checks import DataCheck
 
@@ -66,6 +68,40 @@ def obligation_checks(trace: Trace) -> list[DataCheck]:
         out.append(DataCheck(_IN_RANGE, (index, extent), exc, text, ", ".join(ob.rules),
                              detail={"value": _FIRST_BAD, **({} if isinstance(extent, int) else {"size": "{1}"})}))
     return out
+
+
+def obligation_flags(trace: Trace, nodes: list[Node]) -> tuple[list[Node], list[DataCheck]]:
+    """CUDA: ``nodes`` with each data obligation's test as IR nodes right after its index is
+    computed (module docstring), and the checks that read their 0-d counts as flags."""
+    checks = obligation_checks(trace)
+    if not checks:
+        return nodes, checks
+    names = Namespace({v.name for v in trace.inputs} | {o.name for n in nodes for o in n.outs})
+    producer = {id(o): k for k, n in enumerate(nodes) for o in n.outs}
+    after: dict[int, list[Node]] = {}
+    flagged = []
+    for c in checks:
+        index, extent = c.args
+        dev = index.type.device
+
+        def node(op: str, *args: Any, hint: str) -> Node:
+            return Node(op, args, {}, (Var(names.name(hint), infer(op, args, dev)),))
+
+        lo = node("lt", index, 0, hint=f"{index.name}_neg")
+        hi = node("ge", index, extent, hint=f"{index.name}_big")
+        bad = node("logical_or", lo.out, hi.out, hint=f"{index.name}_bad")
+        cnt = node("cast", bad.out, "i32", hint=f"{index.name}_bad_i32")
+        rank = index.type.rank
+        flag = node("sum", cnt.out, tuple(range(rank)), 0, hint=f"{index.name}_nbad")
+        after.setdefault(producer.get(id(index), -1), []).extend([lo, hi, bad, cnt, flag])
+        flagged.append(DataCheck("{0} == 0", (flag.out, index, extent), c.error, c.message, c.source,
+                                 detail={k: e.replace("{1}", "{2}").replace("{0}", "{1}") for k, e in c.detail.items()},
+                                 flag=True))
+    out = list(after.get(-1, []))
+    for k, n in enumerate(nodes):
+        out.append(n)
+        out += after.get(k, [])
+    return out, flagged
 
 
 def shape_guards(trace: Trace) -> list[tuple[Any, Obligation]]:

@@ -43,8 +43,8 @@ from .checks import CheckStep, DataCheck, builtin_checks, place_checks
 from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
 from .kernels import predict
-from .obligations import obligation_checks
-from .segments import TORCH_VIEW, Fallback, Segment, may_alias_nodes, partition
+from .obligations import obligation_checks, obligation_flags
+from .segments import TORCH_VIEW, Fallback, Segment, live_nodes, may_alias_nodes, partition
 from .writeback import Clone, WriteCopy, plan_writebacks, step_nodes
 
 EXECUTORS = ("auto", "reference", "nvfuser")
@@ -280,7 +280,11 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     trace.lint()
     prologue = build_prologue(trace, hints, compile_fn=False, aliasing=aliasing, layouts=layouts)
     _check_bound(trace, set(prologue.symbols))
-    steps, barrier = place_checks(partition(trace), [*builtin_checks(trace), *obligation_checks(trace), *checks])
+    if any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda") for v in trace.inputs):
+        nodes, ob_checks = obligation_flags(trace, live_nodes(trace))  # counted inside a segment, no host sync
+    else:
+        nodes, ob_checks = live_nodes(trace), obligation_checks(trace)
+    steps, barrier = place_checks(partition(trace, nodes), [*builtin_checks(trace), *ob_checks, *checks])
     wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
     for s in segments:
@@ -311,6 +315,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     later_reads = {local(v) for s in wb.steps for v in _reads(s)} | {
         local(o) for o in trace.outputs if isinstance(o, Var) and id(o) not in wb.output_names}
     items: list[tuple[list[str], set[str], list[str]]] = []  # (lines, names read, names defined) per step
+    commit: list[tuple[list[str], set[str], list[str]]] = []  # CUDA flag checks read just before returning
     used_syms: set[sympy.Symbol] = set()
     in_names = [local(v) for v in trace.inputs]
     for step in wb.steps:
@@ -364,14 +369,29 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             lines.append(f"{step.name} = {local(step.var)}.clone()  # {step.reason}")
         elif isinstance(step, CheckStep):
             for c in step.checks:
-                for v in c.reads():
-                    reads.add(local(v))
                 for a in flat_args(c.args):
                     if isinstance(a, sympy.Basic):
                         used_syms |= a.free_symbols
-                lines.append(c.render(r.value) + (f"  # check ({c.source})" if c.source else ""))
                 glob_errors[c.error.__name__] = c.error
+                if c.flag:  # CUDA: copy the device count without blocking; test it at the commit point
+                    f = local(c.args[0])
+                    reads.add(f)
+                    lines.append(f"{f}_host = torch.empty((), dtype={f}.dtype, pin_memory=True).copy_({f}, "
+                                 f"non_blocking=True); {f}_ready = torch.cuda.Event(); {f}_ready.record()"
+                                 f"  # check ({c.source}): counted in the segment, read at the commit point")
+                    wait = [f"{f}_ready.synchronize()",
+                            c.render(lambda a, f=f: f + "_host" if a is c.args[0] else r.value(a))]
+                    if trace.writebacks:  # before the first write (the check stage's barrier)
+                        lines += wait
+                        reads |= {local(v) for v in c.reads()[1:]}
+                    else:  # no caller buffer is written: after every step is queued
+                        commit.append((wait, {local(v) for v in c.reads()[1:]}, []))
+                    continue
+                for v in c.reads():
+                    reads.add(local(v))
+                lines.append(c.render(r.value) + (f"  # check ({c.source})" if c.source else ""))
         items.append((lines, reads, defs))
+    items += commit
     _check_order(items, in_names)
     rets = []
     for o in trace.outputs:
