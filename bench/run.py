@@ -133,8 +133,8 @@ def _child(index: int, target: str, q: Any) -> None:
         # program (CE forward) would favour whichever side it warms.
         import satfuse
         warm = satfuse.optimize(softmax, *softmax_inputs("meta"), options={"target": target, "executor": "reference"})
-        from satfuse.engine.pool import POOL
-        POOL.drain()  # its rollback must not overlap the measured capture
+        from satfuse.engine.pool import shared_pool
+        shared_pool().drain()  # its rollback must not overlap the measured capture
         rec = optimize_and_measure(REAL[index], target)
         rec["session_load_s"] = warm.timings.get("load", 0.0)
         tr = rec.pop("traffic")

@@ -16,7 +16,7 @@ from .decode import decode
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
 from .ir import Trace, flat_args
-from .pool import POOL
+from .pool import SessionPool, shared_pool
 from .session import Budget, PhaseReport, RuleError, SaturationReport, Session, Source, StopReason, rule_location
 
 #: e-graph size above which facts are deleted before serializing (the deleting run costs more
@@ -65,9 +65,11 @@ def conflict_error(rep: SaturationReport, sources: Sequence[Source]) -> RuleErro
 
 def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *, target: str = "nvfuser",
                    hints: dict[str, int] | None = None, budget: Budget | None = None,
-                   extractor: str = "hybrid", keep_session: bool = False) -> EngineResult:
+                   extractor: str = "hybrid", keep_session: bool = False,
+                   pool: SessionPool | None = None) -> EngineResult:
     """Saturate ``trace`` with the rules in ``sources`` (phase by phase) and extract the
-    cheapest equivalent program for ``target`` ('nvfuser' or 'eager')."""
+    cheapest equivalent program for ``target`` ('nvfuser' or 'eager'). ``pool``: where loaded
+    sessions come from (a ``satfuse.Engine``'s; default: the process's shared pool)."""
     log.register_with_torch()
     if _has_negative_zero(trace):
         return _unoptimized(trace, phases, "the program has a -0.0 constant, which egglog's f64 equality merges "
@@ -94,7 +96,7 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
         enc, rep, ser, (t_add, t_sat, t_ser, t_end) = saturate(sess)
     else:  # on the pool's egglog thread; the session is rolled back there while we go on
         sess = None
-        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = POOL.run(sources, saturate)
+        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = (pool or shared_pool()).run(sources, saturate)
     timings["load"] = t_add - t_load  # ~0 when a loaded session was pooled
     timings["encode"] = t_sat - t_add
     timings["saturate"] = rep.seconds

@@ -106,9 +106,9 @@ class SessionPool:
     """Free loaded sessions per source set (by path and text), at most ``capacity`` sets,
     owned by the egglog worker thread."""
 
-    def __init__(self, capacity: int = 4) -> None:
+    def __init__(self, capacity: int = 4, enabled: bool | None = None) -> None:
         self.capacity = capacity
-        self.enabled = os.environ.get("SATFUSE_SESSION_POOL", "1") != "0"
+        self.enabled = os.environ.get("SATFUSE_SESSION_POOL", "1") != "0" if enabled is None else enabled
         self.loads = 0  # sessions built from scratch (for tests)
         self._free: OrderedDict[tuple, list[PooledSession]] = OrderedDict()  # worker thread only
         self._executor: _Worker | None = None
@@ -156,6 +156,8 @@ class SessionPool:
                 if self._executor is not None:  # forked: the parent's worker thread is not here
                     self._orphans.append(self._free)
                     self._free = OrderedDict()
+                if self._pid == 0:
+                    atexit.register(self.shutdown)  # its sessions must die on the worker's thread
                 self._executor = _Worker()
                 self._pid = os.getpid()
             return self._executor
@@ -178,5 +180,15 @@ class SessionPool:
             self._executor = None
 
 
-POOL = SessionPool()
-atexit.register(POOL.shutdown)
+_SHARED: list[SessionPool] = []
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_pool() -> SessionPool:
+    """The process's default pool (made on first use, not at import): the default
+    ``satfuse.Engine`` and direct ``optimize_trace`` calls share it."""
+    if not _SHARED:
+        with _SHARED_LOCK:
+            if not _SHARED:
+                _SHARED.append(SessionPool())
+    return _SHARED[0]

@@ -26,7 +26,7 @@ ERRORS = {
     "RecompileError": "satfuse.lowering.cache",  # jit: no cached plan fits and a new one failed
     "BackendError": "satfuse.backend",  # torch.compile: a Dynamo graph could not be compiled
 }
-__all__ = ["Options", "Plan", "compiled_plans", "jit", "optimize", *ERRORS]
+__all__ = ["Engine", "Options", "Plan", "compiled_plans", "jit", "optimize", *ERRORS]
 
 
 def __getattr__(name: str) -> Any:
@@ -38,6 +38,10 @@ def __getattr__(name: str) -> Any:
         from satfuse import api
 
         return getattr(api, name)
+    if name == "Engine":
+        from satfuse.pipeline import Engine
+
+        return Engine
     if name == "compiled_plans":
         from satfuse.backend import compiled_plans
 

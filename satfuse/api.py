@@ -22,15 +22,13 @@ from satfuse.engine.capture.closure import (
     needs_grad,
     same_scalar,
 )
-from satfuse.engine.optimize import EngineResult, optimize_trace
+from satfuse.engine.optimize import EngineResult
 from satfuse.engine.session import Budget
-from satfuse.lowering import GuardError, lower
+from satfuse.lowering import GuardError
 from satfuse.lowering.aliasing import describe, runs_eagerly, written_positions
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.cache import floats_as_tensors
-from satfuse.lowering.plan import view_layouts
-from satfuse.rewrites import load_catalogue
-from satfuse.rewrites.packs import Catalogue, builtin_catalogue
+from satfuse.rewrites.packs import Catalogue
 
 
 @dataclass
@@ -72,11 +70,6 @@ class Options:
             kw["budget"] = Budget(**kw["budget"])
         return cls(**kw)
 
-    def catalogue(self) -> Catalogue:
-        if not self.rules and self.builtin_rules:
-            return builtin_catalogue()
-        return load_catalogue(self.rules, include_builtin=self.builtin_rules)
-
 
 class Plan:
     """An optimized program: call it like the original function.
@@ -88,10 +81,11 @@ class Plan:
     def __init__(self, lowered: Any, captured: Captured | None, engine: EngineResult | None,
                  timings: dict[str, float], state: ClosureState | None = None,
                  catalogue: Catalogue | None = None, fn: Callable | None = None,
-                 options: Options | None = None, hidden: HiddenState | None = None) -> None:
+                 options: Options | None = None, hidden: HiddenState | None = None, owner: Any = None) -> None:
         self.catalogue = catalogue  # the rule packs it was optimized with (explain names their rules)
         self.fn = fn  # the original program: calls that need autograd run it through the backend
         self.options = options
+        self.engine_owner = owner  # the satfuse.Engine that built it (its autograd calls compile there too)
         self._grad_fn: Callable | None = None
         self.grad_calls = 0
         self.lowered = lowered
@@ -140,7 +134,7 @@ class Plan:
         if self._grad_fn is None:
             from satfuse.backend import autograd_compiled
 
-            self._grad_fn = autograd_compiled(self.fn, self.options, dynamic=False)
+            self._grad_fn = autograd_compiled(self.fn, self.options, dynamic=False, engine=self.engine_owner)
         self.grad_calls += 1
         return self._grad_fn(*args, **kwargs)
 
@@ -240,16 +234,24 @@ def optimize(fn_or_trace: Callable | Trace, *example_args: Any, options: Options
     """Optimize ``fn`` (captured on ``fn(*example_args, **example_kwargs)``) or a Trace into a Plan.
 
     Keyword arguments go to ``fn``, as in a call of ``fn``; satfuse's own knobs go in ``options``
-    (a :class:`Options` or a dict of its fields: ``options={"target": "eager"}``).
+    (a :class:`Options` or a dict of its fields: ``options={"target": "eager"}``). Runs on the
+    default ``satfuse.Engine`` (``satfuse.Engine(options).optimize`` for one of your own).
     """
-    opts = Options.of(options)
+    from satfuse.pipeline import default_engine
+
+    return default_engine().optimize(fn_or_trace, *example_args, options=options, **example_kwargs)
+
+
+def optimize_with(engine: Any, fn_or_trace: Callable | Trace, example_args: tuple, example_kwargs: dict[str, Any],
+                  opts: Options) -> Plan:
+    """``optimize`` on ``engine`` (a ``satfuse.Engine``): capture, then ``engine.compile``."""
     if isinstance(fn_or_trace, Trace) and example_kwargs:
         raise TypeError(f"optimize(trace) takes no keyword arguments (got {', '.join(example_kwargs)}); "
                         "satfuse's options go in options=")
     t0 = time.perf_counter()
     with gc_paused():
         try:
-            plan = _optimize(fn_or_trace, example_args, example_kwargs, opts)
+            plan = _optimize(engine, fn_or_trace, example_args, example_kwargs, opts)
         except CaptureError as e:
             hint = _option_hint(e, example_kwargs)
             if hint:
@@ -294,39 +296,22 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _optimize(fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwargs: dict[str, Any],
+def _optimize(engine: Any, fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwargs: dict[str, Any],
               opts: Options) -> Plan:
-    timings: dict[str, float] = {}
-    captured: Captured | None = None
-    aliasing: tuple = ()
-    hidden: HiddenState | None = None
     if isinstance(fn_or_trace, Trace):
-        trace, hints = fn_or_trace, {}
+        c = engine.compile(fn_or_trace, options=opts)
+        return Plan(c.lowered, None, c.engine, c.timings, catalogue=c.catalogue, options=opts, owner=engine)
+    hidden = hidden_state(fn_or_trace)  # before tracing: the values the trace will bake in
+    state = closure_state(fn_or_trace)
+    if state:
+        fn, dynamic = lift_state(fn_or_trace, len(example_inputs), state, opts.dynamic)
+        captured = capture(fn, *example_inputs, *state.tensors(), dynamic=dynamic, call_kwargs=example_kwargs)
     else:
-        hidden = hidden_state(fn_or_trace)  # before tracing: the values the trace will bake in
-        state = closure_state(fn_or_trace)
-        if state:
-            fn, dynamic = lift_state(fn_or_trace, len(example_inputs), state, opts.dynamic)
-            captured = capture(fn, *example_inputs, *state.tensors(), dynamic=dynamic, call_kwargs=example_kwargs)
-        else:
-            captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic, call_kwargs=example_kwargs)
-        timings["capture"] = captured.seconds
-        trace, hints = captured.trace, captured.symbol_hints
-        aliasing = _example_aliasing(captured)
-    t_cat = time.perf_counter()
-    cat = opts.catalogue()
-    timings["catalogue"] = time.perf_counter() - t_cat  # ~0 once the rule set's catalogue is cached
-    phases = list(opts.phases) if opts.phases is not None else cat.phases
-    engine = optimize_trace(trace, cat.sources, phases, target=opts.target, hints=hints, budget=opts.budget,
-                            extractor=opts.extractor)
-    timings.update({k: v for k, v in engine.timings.items()})
-    t0 = time.perf_counter()
-    layouts = view_layouts(engine.trace, _example_values(captured)) if captured is not None else None
-    lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing, layouts=layouts)
-    timings["lower"] = time.perf_counter() - t0
-    return Plan(lowered, captured, engine, timings, state if captured is not None else None, catalogue=cat,
-                fn=fn_or_trace if captured is not None else None, options=opts,
-                hidden=hidden if captured is not None else None)
+        captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic, call_kwargs=example_kwargs)
+    c = engine.compile(captured.trace, options=opts, hints=captured.symbol_hints, aliasing=_example_aliasing(captured),
+                       example_values=_example_values(captured), timings={"capture": captured.seconds})
+    return Plan(c.lowered, captured, c.engine, c.timings, state, catalogue=c.catalogue, fn=fn_or_trace, options=opts,
+                hidden=hidden, owner=engine)
 
 
 def _example_values(captured: Captured) -> list[Any]:

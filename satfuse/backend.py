@@ -89,14 +89,15 @@ def satfuse_backend(gm: Any, example_inputs: list, mode: str | None = None, opti
     return _Backend(options)(gm, example_inputs)
 
 
-def make_backend(options: Any = None, **fields: Any) -> Callable:
+def make_backend(options: Any = None, engine: Any = None, **fields: Any) -> Callable:
     """A backend with satfuse options bound, e.g. ``make_backend({"target": "eager"})`` (the same as
-    ``torch.compile(..., backend="satfuse", options={"target": "eager"})``); ``fields`` override."""
+    ``torch.compile(..., backend="satfuse", options={"target": "eager"})``); ``fields`` override.
+    ``engine``: the ``satfuse.Engine`` to compile on (default: the process's)."""
     import dataclasses
 
     from satfuse.api import Options
 
-    b = _Backend(dataclasses.replace(Options.of(options), **fields))
+    b = _Backend(dataclasses.replace(Options.of(options), **fields), engine)
 
     def satfuse_with_options(gm: Any, example_inputs: list) -> Callable:
         return b(gm, example_inputs)
@@ -104,12 +105,12 @@ def make_backend(options: Any = None, **fields: Any) -> Callable:
     return satfuse_with_options
 
 
-def autograd_compiled(fn: Callable, options: Any, dynamic: bool) -> Callable:
+def autograd_compiled(fn: Callable, options: Any, dynamic: bool, engine: Any = None) -> Callable:
     """``fn`` under ``torch.compile`` with satfuse as the backend: the path ``optimize`` and ``jit``
     plans take for calls that need gradients (AOTAutograd: a forward and a backward plan)."""
     import torch
 
-    return torch.compile(fn, backend=make_backend(options), dynamic=dynamic)
+    return torch.compile(fn, backend=make_backend(options, engine), dynamic=dynamic)
 
 
 def register() -> bool:
@@ -148,10 +149,11 @@ def _entry_point_installed() -> bool:
 
 
 class _Backend:
-    def __init__(self, options: Any) -> None:
-        from satfuse.api import Options
+    def __init__(self, options: Any, engine: Any = None) -> None:
+        from satfuse.pipeline import default_engine
 
-        self.options = Options.of(options)
+        self.engine = engine if engine is not None else default_engine()
+        self.options = self.engine.options_for(options)
 
     def __call__(self, gm: Any, example_inputs: list) -> Callable:
         import torch
@@ -182,92 +184,47 @@ class _Backend:
 
         return compiler
 
-    # ------------------------------------------------------------------ one graph
     def compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
-        """One graph, with Python's cyclic GC paused as on every satfuse path (``api.gc_paused``)."""
+        """One graph: converted (``capture_dynamo_graph``), then the pipeline (``Engine.compile``)."""
         from satfuse.api import gc_paused
-
-        with gc_paused():
-            return self._compile_graph(gm, example_inputs, kind, meta_key)
-
-    def _compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
         from satfuse.engine.capture.graph import capture_dynamo_graph
-        from satfuse.engine.optimize import optimize_trace
-        from satfuse.lowering import GuardError, lower
+        from satfuse.lowering import GuardError
         from satfuse.lowering.aliasing import of_trace, runs_eagerly, written_positions
 
         t0 = time.perf_counter()
-        opts = self.options
-        graph = gm  # Dynamo's own graph: runs eagerly where no plan may
-        try:
-            dg = capture_dynamo_graph(gm, example_inputs, meta_key, name=f"{kind}_graph")
-        except Exception as e:  # noqa: BLE001 - torch raises many kinds
-            if type(e).__module__.startswith("torch._dynamo"):
-                raise  # Dynamo's own signals (restart with a float specialized, ...)
-            raise BackendError(f"satfuse: capturing the {kind} graph failed: {type(e).__name__}: {e}") from e
-        timings = dict(dg.timings)
-        gt, shape_env, consts, dropped = dg.graph, dg.shape_env, dg.consts, dg.dropped_guards
-        with shape_env.suppress_guards() if shape_env is not None else contextlib.nullcontext():
-            # Dynamo's fakes share storage as the real inputs do; read on hints, as AOTAutograd
-            # does (no Dynamo guard: the plan's prologue checks the pattern of every call)
-            aliasing = of_trace(gt.trace, dg.fake_args)
-        if runs_eagerly(aliasing, written_positions(gt.trace)):
-            return graph
-        cat = _catalogue(opts)
-        phases = list(opts.phases) if opts.phases is not None else cat.phases
-        engine = optimize_trace(gt.trace, cat.sources, phases, target=opts.target, hints=gt.hints,
-                                budget=opts.budget, extractor=opts.extractor)
-        timings.update(engine.timings)
-        added = _install_guards(gt, engine.trace, shape_env)
-        t2 = time.perf_counter()
-        plan = lower(engine.trace, hints=gt.hints, executor=opts.executor, aliasing=aliasing)
-        timings["lower"] = time.perf_counter() - t2
-        timings["total"] = time.perf_counter() - t0
-        LAST.append(Compiled(kind, gt.trace, plan, engine, timings, added, dropped))
+        with gc_paused():
+            try:
+                dg = capture_dynamo_graph(gm, example_inputs, meta_key, name=f"{kind}_graph")
+            except Exception as e:  # noqa: BLE001 - torch raises many kinds
+                if type(e).__module__.startswith("torch._dynamo"):
+                    raise  # Dynamo's own signals (restart with a float specialized, ...)
+                raise BackendError(f"satfuse: capturing the {kind} graph failed: {type(e).__name__}: {e}") from e
+            trace = dg.graph.trace
+            with dg.shape_env.suppress_guards() if dg.shape_env is not None else contextlib.nullcontext():
+                # the fakes share storage as the real inputs do; read on hints (no Dynamo guard: the
+                # plan's prologue checks the pattern of every call)
+                aliasing = of_trace(trace, dg.fake_args)
+            if runs_eagerly(aliasing, written_positions(trace)):
+                return gm  # Dynamo's own graph runs eagerly where no plan may
+            c = self.engine.compile(trace, options=self.options, hints=dg.graph.hints, aliasing=aliasing,
+                                    timings=dg.timings)
+            try:
+                added = dg.add_guards(c.engine.trace)
+            except Exception as e:  # noqa: BLE001 - a CaptureError naming the guard
+                raise BackendError(f"satfuse: {kind} graph: {e}") from e
+        c.timings["total"] = time.perf_counter() - t0
+        LAST.append(Compiled(kind, trace, c.lowered, c.engine, c.timings, added, dg.dropped_guards))
         del LAST[:-_KEEP]
-        n_out = len(engine.trace.outputs)
-        extra = tuple(consts)
+        plan, extra = c.lowered, tuple(dg.consts)
 
         def run(*args: Any) -> Any:
-            # Dynamo does not guard how inputs overlap (only that distinct inputs are distinct
-            # objects): a call whose aliasing differs from the plan's fails its prologue before
-            # anything is written, and runs Dynamo's graph eagerly instead
+            # Dynamo does not guard how inputs overlap: a call whose aliasing differs from the
+            # plan's fails its prologue before anything is written, and runs Dynamo's graph
             try:
                 return tuple(plan(*args, *extra))
             except GuardError:
-                return graph(*args)
+                return gm(*args)
 
-        run.__doc__ = f"satfuse {kind} plan ({n_out} outputs)"
+        run.__doc__ = f"satfuse {kind} plan ({len(c.engine.trace.outputs)} outputs)"
         run.satfuse_plan = plan  # type: ignore[attr-defined]
         return run
-
-
-_CATALOGUES: dict[tuple, Any] = {}
-
-
-def _catalogue(opts: Any) -> Any:
-    key = (tuple(str(r) for r in opts.rules), opts.builtin_rules)
-    cat = _CATALOGUES.get(key)
-    if cat is None:
-        cat = _CATALOGUES[key] = opts.catalogue()
-    return cat
-
-
-def _install_guards(gt: Any, optimized: Any, shape_env: Any) -> list[Any]:
-    """Guards the optimizer added (rule obligations) become Dynamo guards: evaluating them on
-    Dynamo's ShapeEnv records them. A guard false at the example is a rule bug: refuse."""
-    import sympy
-
-    have = set(gt.trace.guards)
-    added = []
-    for g in optimized.guards:
-        if g in have or g is sympy.true:
-            continue
-        theirs = gt.theirs(g)
-        if shape_env is None:
-            raise BackendError(f"satfuse: guard {g} needs a ShapeEnv and the graph has none")
-        ok = shape_env.evaluate_expr(theirs)
-        if not bool(ok):
-            raise BackendError(f"satfuse: the optimized plan's guard {g} is false for the example inputs")
-        added.append(theirs)
-    return added

@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import logging
 import sys
-import time
 import types
 from typing import Any, Callable, Sequence
 
@@ -51,19 +50,19 @@ class Jitted:
     ``last_plan`` (the ``satfuse.Plan`` run by the last call), ``plans`` (all of them)."""
 
     def __init__(self, fn: Callable, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,
-                 on_limit: str = "eager", options: Any = None) -> None:
-        from satfuse.api import Options
+                 on_limit: str = "eager", options: Any = None, engine: Any = None) -> None:
+        from satfuse.pipeline import default_engine
 
         self.fn = fn
         self.dynamic = dynamic
-        self.options = Options.of(options)
+        self.engine = engine if engine is not None else default_engine()  # a satfuse.Engine: pool, catalogues
+        self.options = self.engine.options_for(options)
         self.cache = PlanCache(max_plans, on_limit, name=f"satfuse.jit({getattr(fn, '__name__', 'fn')})")
         self.last_plan: Any = None
         self.grad_calls = 0
         self._grad_fn: Any = None
         self.state = closure_state(fn)  # module parameters/buffers fn reaches: trailing plan inputs
         self._specs: dict[int, Any] = {}
-        self._catalogue: Any = None
         self._eager_keys: set[Any] = set()  # call structures no plan can serve: they run eagerly
         self._logged: set[str] = set()
         functools.update_wrapper(self, fn)
@@ -91,7 +90,7 @@ class Jitted:
         if self._grad_fn is None:
             from satfuse.backend import autograd_compiled
 
-            self._grad_fn = autograd_compiled(self.fn, self.options, dynamic=self.dynamic is True)
+            self._grad_fn = autograd_compiled(self.fn, self.options, dynamic=self.dynamic is True, engine=self.engine)
         self.grad_calls += 1
         return self._grad_fn(*args, **kwargs)
 
@@ -167,11 +166,7 @@ class Jitted:
         from satfuse.api import Plan
         from satfuse.engine.capture.closure import hidden_state
         from satfuse.engine.capture.graph import capture_symbolic
-        from satfuse.engine.optimize import optimize_trace
-        from satfuse.lowering import lower
-        from satfuse.lowering.plan import view_layouts
 
-        opts = self.options
         hidden = hidden_state(self.fn)  # before tracing: the values the trace bakes in
         fn = self.fn
         if self.state:
@@ -185,7 +180,6 @@ class Jitted:
             # through another): such calls run eagerly
             every = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)]
             return Entry(check=_pattern_check(alias_pattern(inputs, every), every), plan=None, key=key)
-        timings = {"capture": cap.seconds}
         floats = cap.float_inputs
         names = [v.name for v in cap.trace.inputs]
         if floats:
@@ -193,19 +187,10 @@ class Jitted:
         aliasing = aliasing_of(cap.trace, inputs)
         if runs_eagerly(aliasing, written_positions(cap.trace)):
             return Entry(check=_pattern_check(aliasing, written_positions(cap.trace)), plan=None, key=key)
-        if self._catalogue is None:
-            self._catalogue = opts.catalogue()
-        cat = self._catalogue
-        phases = list(opts.phases) if opts.phases is not None else cat.phases
-        hints = cap.symbol_hints
-        engine = optimize_trace(cap.trace, cat.sources, phases, target=opts.target, hints=hints,
-                                budget=opts.budget, extractor=opts.extractor)
-        timings.update(engine.timings)
-        t0 = time.perf_counter()
-        lowered = lower(engine.trace, hints=hints, executor=opts.executor, aliasing=aliasing,
-                        layouts=view_layouts(engine.trace, inputs))
-        timings["lower"] = time.perf_counter() - t0
-        plan = Plan(lowered, cap, engine, timings)
+        c = self.engine.compile(cap.trace, options=self.options, hints=cap.symbol_hints, aliasing=aliasing,
+                                example_values=inputs, timings={"capture": cap.seconds})
+        lowered = c.lowered
+        plan = Plan(lowered, cap, c.engine, c.timings, catalogue=c.catalogue, options=self.options, owner=self.engine)
         check = fast_prologue(lowered.prologue)  # guards the aliasing pattern too: another one recompiles
         if hidden:
             check = _hidden_checked(check, hidden)
@@ -295,7 +280,7 @@ def _pattern_check(expected: tuple, written: list[int]) -> Callable[[Sequence[An
 
 
 def jit(fn: Callable | None = None, *, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,
-        on_limit: str = "eager", options: Any = None) -> Any:
+        on_limit: str = "eager", options: Any = None, engine: Any = None) -> Any:
     """Wrap ``fn`` so each call runs a cached, guarded satfuse plan (see module doc).
 
     ``dynamic``: True (every int scalar and tensor dim symbolic), False (all baked in,
@@ -304,12 +289,13 @@ def jit(fn: Callable | None = None, *, dynamic: bool | Sequence[int | str] = Tru
     recompile limit: by default a call no plan accepts once ``max_plans`` are cached runs
     eagerly (one ``RecompileLimitWarning`` names the guard that kept failing);
     ``on_limit="raise"`` raises ``CacheLimitError`` instead. ``options``: a ``satfuse.Options``
-    or a dict of its fields (target, rules, executor, budget, ...). Usable as a decorator
-    with or without arguments.
+    or a dict of its fields (target, rules, executor, budget, ...). ``engine``: the ``satfuse.Engine``
+    to compile on (default: the process's). Usable as a decorator with or without arguments.
     """
+    kw = dict(dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, options=options, engine=engine)
     if fn is None:
-        return lambda f: Jitted(f, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, options=options)
-    return Jitted(fn, dynamic=dynamic, max_plans=max_plans, on_limit=on_limit, options=options)
+        return lambda f: Jitted(f, **kw)
+    return Jitted(fn, **kw)
 
 
 class _CallableModule(types.ModuleType):

@@ -15,12 +15,14 @@ import threading
 import pytest
 from satfuse.engine.capture import capture
 from satfuse.engine.optimize import optimize_trace
-from satfuse.engine.pool import POOL
+from satfuse.engine.pool import shared_pool
 from satfuse.engine.printer import print_trace
 from satfuse.engine.session import RuleError
 from satfuse.rewrites.packs import builtin_catalogue
 
 from tests.corpus import CASES
+
+POOL = shared_pool()  # the pool optimize_trace uses by default
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +91,7 @@ def test_a_failed_job_leaves_no_session_to_die_on_the_callers_thread():
     worker (egglog reports, and leaks, an e-graph dropped on another thread)."""
     code = (
         "import gc\n"
-        "from satfuse.engine.pool import POOL\n"
+        "from satfuse.engine.pool import shared_pool\nPOOL = shared_pool()\n"
         "from satfuse.engine.session import RuleError\n"
         "from satfuse.rewrites.packs import builtin_catalogue\n"
         "cat = builtin_catalogue()\n"

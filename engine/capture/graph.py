@@ -94,6 +94,22 @@ class DynamoGraph:
     timings: dict[str, float]
     fake_args: list[Any]  # the fake value of every input of the trace
 
+    def add_guards(self, optimized: Trace) -> list[Any]:
+        """Guards the optimizer added (rule obligations) evaluated on the graph's ShapeEnv, in its
+        symbols: that records them as Dynamo guards. A guard false at the example is a rule bug."""
+        have = set(self.graph.trace.guards)
+        added = []
+        for g in optimized.guards:
+            if g in have or g is sympy.true:
+                continue
+            theirs = self.graph.theirs(g)
+            if self.shape_env is None:
+                raise CaptureError(f"guard {g} needs a ShapeEnv and the graph has none")
+            if not bool(self.shape_env.evaluate_expr(theirs)):
+                raise CaptureError(f"the optimized plan's guard {g} is false for the example inputs")
+            added.append(theirs)
+        return added
+
 
 def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_key: str,
                          name: str = "computation") -> DynamoGraph:

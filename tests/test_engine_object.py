@@ -1,0 +1,42 @@
+"""``satfuse.Engine``: one object owns the session pool, the catalogues and the default options;
+optimize, jit and the backend all compile through ``Engine.compile``."""
+
+import subprocess
+import sys
+
+import torch
+
+import satfuse
+from satfuse.pipeline import default_engine
+
+
+def f(x):
+    return (x.exp() * 2).sum(0)
+
+
+def test_own_engine_has_its_options_pool_and_entry_points():
+    eng = satfuse.Engine({"target": "eager", "executor": "reference"})
+    x = torch.randn(4, 3)
+    try:
+        plan = eng.optimize(f, x)
+        torch.testing.assert_close(plan(x), f(x))
+        assert "target=eager" in plan.engine.trace.provenance
+        over = eng.optimize(f, x, options={"extractor": "greedy-dag"})  # a dict overrides only its fields
+        assert "target=eager" in over.engine.trace.provenance and "greedy-dag" in over.engine.trace.provenance
+        assert eng.pool is not default_engine().pool and eng.pool.loads == 1  # its own pool, loaded once
+        j = eng.jit(f)
+        torch.testing.assert_close(j(x), f(x))
+        assert j.engine is eng and "target=eager" in j.last_plan.engine.trace.provenance
+        g = torch.compile(f, backend=eng.backend(), fullgraph=True)
+        torch.testing.assert_close(g(x), f(x))
+        assert satfuse.compiled_plans()[-1].engine.trace.provenance.startswith("engine target=eager")
+        assert eng.pool.loads == 1  # every entry point reused the one loaded session
+    finally:
+        eng.close()
+
+
+def test_import_creates_no_engine_pool_or_thread():
+    code = ("import threading, satfuse, satfuse.pipeline as p, satfuse.engine.pool as pool\n"
+            "assert not p._DEFAULT and not pool._SHARED, 'created at import'\n"
+            "assert [t.name for t in threading.enumerate()] == ['MainThread']\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
