@@ -11,7 +11,7 @@ every guard check (``guard_ns``), so ``stats()['guard_us_per_call']`` is the pri
 call pays before any kernel runs.
 
 Public API: :class:`PlanCache`, :class:`Entry`, :class:`CacheLimitError`,
-:class:`RecompileError`, :class:`RunEagerly`, :class:`EagerRaises`,
+:class:`RecompileError`, :class:`RunEagerly`,
 :func:`fast_prologue`.
 """
 
@@ -39,15 +39,6 @@ class RecompileLimitWarning(UserWarning):
 
 class RunEagerly(Exception):
     """Raised by a ``compile`` callback: this call runs eagerly (counted, nothing cached)."""
-
-
-class EagerRaises(Exception):
-    """Raised by a ``compile`` callback: eager rejects this call; the cache raises ``error``
-    (eager's own exception) as it is, not wrapped in a RecompileError."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class RecompileError(RuntimeError):
@@ -148,9 +139,6 @@ class PlanCache:
             self.compile_seconds += time.perf_counter() - t0
             self.eager_calls += 1
             return None, None
-        except EagerRaises as err:
-            self.compile_seconds += time.perf_counter() - t0
-            raise err.error from None
         except Exception as err:  # noqa: BLE001 - re-raised with the guards that failed
             self.compile_seconds += time.perf_counter() - t0
             why = f"\n{self.explain(failures)}" if failures else ""

@@ -37,7 +37,7 @@ from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
-from satfuse.lowering.cache import EagerRaises, Entry, PlanCache, RunEagerly, fast_prologue, floats_as_tensors
+from satfuse.lowering.cache import Entry, PlanCache, RunEagerly, fast_prologue, floats_as_tensors
 from satfuse.lowering.guards import GuardError
 
 _LOG = logging.getLogger("satfuse.capture")
@@ -111,7 +111,7 @@ class Jitted:
             return self._autograd(user_args, kwargs)
         entry, env = self.cache.get(inputs, lambda: self._compile(args, kwargs, key, inputs), key)
         if entry is None or entry.plan is None:  # cache full with on_limit="eager", or an aliasing no plan serves
-            return self.fn(*user_args, **kwargs)
+            return self._eagerly(args, kwargs, user_args)
         plan = entry.plan
         self.last_plan = plan
         outs = entry.info["run"](inputs, env)  # guards were checked by the cache: not again
@@ -126,7 +126,9 @@ class Jitted:
         something (a data-dependent or float extent, a step slice of a symbolic dim, ...) this
         call gets a static plan; where no plan can be built at all, the call runs eagerly. Each
         fallback is logged once (``satfuse.capture``). An error torch raises while tracing the
-        static call is eager's own rejection of the inputs: it is raised (nothing was written)."""
+        static call is eager's own rejection of the inputs: eager's error is raised, nothing written."""
+        from satfuse.engine.capture.eager_checks import EagerRefusal
+        from satfuse.engine.capture.functional import EagerError
         from satfuse.engine.capture.trace import TracingError
 
         if key in self._eager_keys:
@@ -143,19 +145,28 @@ class Jitted:
                                          "such calls get static plans")
         try:
             return self._build(args, kwargs, key, inputs, False)
-        except RunEagerly:
-            raise
-        except TracingError as err:  # torch rejects these inputs: eager's own error, nothing written
-            try:
-                run_on_copies(self.fn, args[:len(args) - len(self.state.names)] if self.state else args, kwargs)
-            except Exception as eager:  # noqa: BLE001 - whatever eager raises is the answer
-                raise EagerRaises(eager) from err
-            raise RunEagerly(str(err)) from err  # eager accepts them after all: this call runs eagerly
+        except (RunEagerly, TracingError, EagerError, EagerRefusal) as err:
+            # torch or eager's own checks reject these inputs: this call runs eagerly, on copies
+            # first (``_eagerly``), so eager's error is raised with every input untouched
+            raise RunEagerly(str(err)) from err
         except Exception as err:  # noqa: BLE001 - satfuse cannot plan this program: eager is correct
             self._eager_keys.add(key)
             self._log_once("eager", f"no plan for this program ({type(err).__name__}: {_first_line(err)}); "
                                     "calls with this structure run eagerly")
             raise RunEagerly(str(err)) from err
+
+    def _eagerly(self, args: tuple, kwargs: dict, user_args: tuple) -> Any:
+        """A call no plan serves runs eagerly, transactionally: first on copies of the arguments
+        (and of the lifted module state) that share memory as they do, with the RNG state restored
+        after, so that eager's error is raised with every input untouched; then for real."""
+        fn = self.fn
+        if self.state:
+            fn, _ = lift_state(self.fn, len(args) - len(self.state.names), self.state, False)
+        cuda = sorted({x.device.index or 0 for x in pytree.tree_leaves((args, kwargs))
+                       if isinstance(x, torch.Tensor) and x.is_cuda})
+        with torch.random.fork_rng(devices=cuda):
+            run_on_copies(fn, args, kwargs)
+        return self.fn(*user_args, **kwargs)
 
     def _log_once(self, kind: str, msg: str) -> None:
         if kind not in self._logged:
@@ -205,8 +216,7 @@ class Jitted:
 
 def run_on_copies(fn: Callable, args: tuple, kwargs: dict) -> None:
     """Run ``fn`` eagerly on copies of the arguments that share memory exactly as the originals
-    do: a call that no plan fits and that torch rejects while tracing raises eager's own
-    exception (type and message) with every caller tensor untouched."""
+    do (what eager raises is raised; no caller tensor is touched)."""
     storages: dict[Any, Any] = {}
 
     def shadow(x: Any) -> Any:

@@ -48,6 +48,10 @@ def _index_copy(a, i):
     return torch.index_copy(a, -1, i, a)
 
 
+def _cat_empty(a, c):
+    return torch.cat([a, c], -1)  # the legacy empty f32[0] is skipped but still promotes the dtype
+
+
 CASES = {
     "step_slice": (_steps, [(torch.randn(6),), (torch.randn(9),), (torch.randn(6, 3)[:, 0],)]),
     "negative_pad": (_neg_pad, [(torch.randn(6),), (torch.randn(9),)]),
@@ -59,6 +63,7 @@ CASES = {
     # eager raises IndexError on the empty tensor; size 1 unbinds to a one-element list
     "unbind_one": (_unbind_first, [(torch.ones(0, dtype=torch.bool),), (torch.ones(1, dtype=torch.bool),),
                                    (torch.ones(0, dtype=torch.bool),)]),
+    "cat_empty_promotes": (_cat_empty, [(torch.zeros(0), torch.tensor([3])), (torch.zeros(0), torch.tensor([1, 2]))]),
     # no plan fits and capture fails: eager's own IndexError (not a RecompileError), inputs untouched
     "index_copy_rejected": (_index_copy, [(torch.zeros(0, 0), torch.tensor([2, 1, 0])),
                                           (torch.zeros(0, 0), torch.tensor([0, 1, 2]))]),
@@ -103,6 +108,23 @@ def test_no_plan_raises_eagers_error_with_inputs_untouched():
     with pytest.raises(IndexError, match="index_copy_"):
         j(a, b, torch.tensor([0, 1]))
     assert torch.equal(base, torch.zeros(6))
+
+
+def test_eager_fallback_is_transactional():
+    """Calls no plan serves run eagerly; where eager writes and then raises (a write through an
+    ``unfold`` view of ``a`` that reads ``a``), the call raises eager's error with the inputs untouched."""
+
+    def f(a):
+        a.logical_and_(a)
+        a.unfold(-1, 2, 2).atan2_(a)
+        return a
+
+    j = satfuse_jit(f)
+    for n in (2, 4, 2):
+        a = torch.full((n,), 3.0)
+        with pytest.raises(RuntimeError, match="single memory location"):
+            j(a)
+        assert torch.equal(a, torch.full((n,), 3.0))
 
 
 def test_torch_rejection_still_raises_before_any_write():
