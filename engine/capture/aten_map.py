@@ -464,9 +464,10 @@ def _cat(b: Builder, ts: Any, dim: int = 0) -> Var:
     ts = tuple(t for t in ts if not (_rank(t) == 1 and t.type.shape[0] == 0))
     if not ts:  # every operand is a legacy empty 1-D tensor: the result is one too
         return _full(b, 0)
+    # the dropped empty operands still take part in type promotion (cat([f32[0], i64[1]]) is f32)
+    ts = tuple(t if t.type.dtype == b.out_type.dtype else b("cast", t, b.out_type.dtype) for t in ts)
     if len(ts) == 1:
         return b.fresh(ts[0])
-    ts = tuple(t if t.type.dtype == b.out_type.dtype else b("cast", t, b.out_type.dtype) for t in ts)
     return b("cat", ts, dim % _rank(ts[0]))
 
 
