@@ -28,6 +28,21 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "when the plan is built",
     ),
     Unsupported(
+        "a write into an input that shares memory with another input (one tensor passed twice, overlapping "
+        "views of one buffer) or with itself (an expanded tensor)",
+        r"the example inputs cannot have a plan",
+        "eager writes such memory element by element, so one element's final value is whichever write its loop "
+        "order makes last; a plan computes whole values and writes each input once (satfuse.jit runs such calls "
+        "eagerly)",
+    ),
+    Unsupported(
+        "an in-place op that reads memory it writes in another order (b.mul_(b.unbind(-2)[0]), "
+        "t.masked_scatter_(m, t))",
+        r"loop order",
+        "eager accepts it and its values depend on the order its loop visits the shared elements; a functional "
+        "plan computes every operand before it writes",
+    ),
+    Unsupported(
         "an in-place metadata change of an input (t_, transpose_, squeeze_, unsqueeze_, resize_, as_strided_, set_)",
         r"has its metadata changed in place",
         "a plan computes values and writes them into the caller's buffers; it cannot change the caller's tensor "

@@ -303,3 +303,84 @@ def test_order_dependent_overlapping_write_is_refused():
 
     with pytest.raises(CaptureError, match="loop order"):
         capture(f, torch.randn(2, 2, 1))
+
+
+def _scatter_self(a, i):
+    t = a.tan()
+    t.scatter_(0, i, t)
+    return t
+
+
+def _index_copy_self(a, i):
+    t = a * 2
+    t.index_copy_(0, i, t)
+    return t
+
+
+def _masked_scatter_self(a, i):
+    t = a * 2
+    t.masked_scatter_(t > 0, t)
+    return t
+
+
+@pytest.mark.parametrize("fn", [_scatter_self, _index_copy_self, _masked_scatter_self])
+def test_overlap_verdict_is_the_kernels(fn):
+    """Which write refuses which overlap is the real kernel's verdict (a probe on the same memory
+    layout): scatter_/index_copy_ refuse a source that is the target; masked_scatter_ accepts it,
+    with values that depend on its loop order (a listed refusal)."""
+    a, i = torch.randn(4), torch.tensor([2, 0, 3, 1])
+    try:
+        fn(a.clone(), i.clone())
+        eager_exc = None
+    except RuntimeError as e:
+        eager_exc = e
+    before = a.clone()
+    if fn is _masked_scatter_self:  # eager accepts it and reads its source in its own loop order
+        with pytest.raises(CaptureError, match="loop order"):
+            satfuse.optimize(fn, a, i)
+    else:
+        with pytest.raises(type(eager_exc), match="single memory location"):
+            satfuse.optimize(fn, a, i)
+    assert torch.equal(a, before)
+
+
+def test_returned_view_written_through_another_view_stays_a_view():
+    """``t0 = c[1:]; t0.view(t0.shape).sub_(t0); return t0``: the output is a view of c, as in eager."""
+
+    def f(c):
+        t0 = c[1:]
+        t0.view(t0.shape).sub_(t0)
+        return t0
+
+    c = torch.tensor([5, 7, 9])
+    want_c = c.clone()
+    want = f(want_c)
+    got_c = c.clone()
+    got = satfuse.optimize(f, c.clone())(got_c)
+    assert torch.equal(got, want) and torch.equal(got_c, want_c)
+    assert got.untyped_storage().data_ptr() == got_c.untyped_storage().data_ptr()
+
+
+def test_write_into_an_aliased_or_expanded_input_is_a_listed_refusal():
+    """Written inputs that share memory (one tensor passed twice) or overlap themselves (expanded)
+    have no functional plan: optimize refuses them at build time with a message the refusal table
+    lists, and leaves every input untouched."""
+    from satfuse.engine.unsupported import refused_as_listed
+    from satfuse.lowering.guards import GuardError
+
+    def clamp_second(b, c):
+        c.clamp_(-0.0, 3)
+        return b
+
+    def fill_unfolded(a, b):
+        b.unfold(-1, 2, 2).zero_()
+        return a
+
+    b = torch.tensor([5.0])
+    with pytest.raises(GuardError, match="cannot have a plan") as e1:
+        satfuse.optimize(clamp_second, b, b)
+    assert b.item() == 5.0 and refused_as_listed(e1.value) is not None
+    a, e = torch.ones(2, 1), torch.ones(1, dtype=torch.float64).expand(2)
+    with pytest.raises(CaptureError, match="cannot have a plan") as e2:
+        satfuse.optimize(fill_unfolded, a, e)
+    assert torch.equal(e, torch.ones(2, dtype=torch.float64)) and refused_as_listed(e2.value) is not None

@@ -21,6 +21,7 @@ corrupt each other and every later ``torch.compile``. :data:`TRACING` serializes
 from __future__ import annotations
 
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -122,6 +123,12 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
                 f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
                 "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
                 "out-of-place form (x = x.t()) and return it")
+    for i, info in enumerate(meta.input_info):
+        if info.mutates_data and isinstance(fakes[i], torch.Tensor) and _internal_overlap(fakes[i]):
+            raise OverlappingInputWriteError(
+                f"the example inputs cannot have a plan: input #{i} holds one element at several positions (an "
+                "expanded tensor) and is written in place; eager writes it element by element, a plan writes "
+                "values: pass a tensor that does not overlap itself (clone() it)")
     aliases: list[AliasInfo | None] = []
     seen: dict[int, int] = {}
     for k, (o, info) in enumerate(zip(outs, meta.output_info)):
@@ -165,6 +172,10 @@ class MetadataMutationError(RuntimeError):
     """An input's shape/strides are changed in place (refused: see ``trace_functional``)."""
 
 
+class OverlappingInputWriteError(RuntimeError):
+    """An input that overlaps itself (stride 0) is written (refused: see ``trace_functional``)."""
+
+
 # ---------------------------------------------------------------- eager's overlap checks
 
 
@@ -187,13 +198,22 @@ class _OverlapCheck(TorchDispatchMode):
                 v = args[i] if i < len(args) else kwargs.get(a.name)
                 ts = [t for t in pytree.tree_leaves(v) if isinstance(t, torch.Tensor)]
                 (written if a.alias_info is not None and a.alias_info.is_write else read).extend(ts)
+            verdict = _probe_overlap(func, args, kwargs, written, read)
+            if verdict:
+                raise SelfOverlapError(f"{func}: {verdict}")
+            if verdict == "" and not _elementwise(func) and any(
+                    _same_storage(w, r) and _numel([int(n) for n in r.size()]) > 1 for w in written for r in read):
+                raise OrderDependentWriteError(
+                    f"{func} reads a tensor that shares memory with the tensor it writes, in an order of its own "
+                    "(eager's result then depends on its loop order, which a functional plan cannot reproduce): "
+                    "clone() the operand before the in-place op")
             for w in written:
-                if _internal_overlap(w):
+                if verdict is None and _internal_overlap(w):
                     raise SelfOverlapError(
                         f"{func}: unsupported operation: more than one element of the written-to tensor refers to "
                         "a single memory location. Please clone() the tensor before performing the operation.")
                 for r in read:
-                    if r is not w and _partial_overlap(w, r):
+                    if verdict is None and r is not w and _partial_overlap(w, r):
                         raise SelfOverlapError(
                             f"{func}: unsupported operation: some elements of the input tensor and the written-to "
                             "tensor refer to a single memory location. Please clone() the tensor before performing "
@@ -204,6 +224,82 @@ class _OverlapCheck(TorchDispatchMode):
                             "layout (eager's result then depends on its loop order, which a functional plan cannot "
                             "reproduce): clone() the operand before the in-place op")
         return with_eager_check(func)(*args, **kwargs)
+
+
+#: eager's memory-overlap refusals (ATen's MemoryOverlap.cpp), as its messages word them
+_OVERLAP_MESSAGE = "refer to a single memory location"
+#: the most bytes an overlap probe allocates (beyond it, the geometric checks below decide)
+_PROBE_BYTES = 1 << 24
+
+
+def _probe_overlap(func: Any, args: tuple, kwargs: dict, written: list[torch.Tensor],
+                   read: list[torch.Tensor]) -> str | None:
+    """Eager's own verdict on a write whose tensors share memory: the real kernel runs once on
+    zero-filled real tensors with the same memory layout (each group of tensors sharing a storage
+    becomes views of one real buffer, with the same sizes, strides and offsets). Which ops refuse
+    which overlap is the kernel's business (``fill_`` and ``masked_fill_`` accept an expanded
+    target, ``add_`` does not; ``scatter_`` and ``index_copy_`` refuse a source that *is* the
+    target, ``mul_`` accepts it; ``copy_`` of a tensor onto its own memory is a no-op), so it is
+    asked, not modelled. Returns eager's message when it refuses, "" when it accepts, None when
+    no memory is shared or the probe cannot say (random ops, symbolic scalars, too large, another
+    error): then the geometric checks decide."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    shared = any(_internal_overlap(w) for w in written) or any(
+        _same_storage(w, r) for w in written for r in read)
+    if not shared or torch.Tag.nondeterministic_seeded in func.tags:
+        return None
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    if any(isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
+        return None
+    groups: dict[int, list[tuple[int, torch.Tensor]]] = {}
+    for i, x in enumerate(leaves):
+        if isinstance(x, torch.Tensor):
+            groups.setdefault(_storage_id(x), []).append((i, x))
+    real = list(leaves)
+    total = 0
+    try:
+        for members in groups.values():
+            geo = [_geometry(t) for _, t in members]
+            nbytes = max(((o + sum((n - 1) * st for n, st in zip(sz, sd)) + 1) if _numel(sz) else 0)
+                         * t.element_size() for (_, t), (sz, sd, o) in zip(members, geo))
+            total += nbytes
+            if total > _PROBE_BYTES:
+                return None
+            with _disable_current_modes():
+                buf = torch.zeros(max(nbytes, 1), dtype=torch.uint8).untyped_storage()
+                for (i, t), (sz, sd, o) in zip(members, geo):
+                    real[i] = torch.empty(0, dtype=t.dtype).set_(buf, o, sz, sd)
+    except Exception:  # noqa: BLE001 - a geometry that is not concrete, a tensor without storage
+        return None
+    with _disable_current_modes(), torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        p_args, p_kwargs = pytree.tree_unflatten(real, spec)
+        try:
+            func(*p_args, **p_kwargs)
+        except Exception as e:  # noqa: BLE001 - only eager's overlap refusal is a verdict
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            return msg if _OVERLAP_MESSAGE in msg else None
+    return ""
+
+
+#: writes that read each operand element at the position they write it (as pointwise ops do)
+_ELEMENTWISE_WRITES = {"copy_", "masked_fill_", "masked_fill", "fill_", "zero_", "where"}
+
+
+def _elementwise(func: Any) -> bool:
+    return torch.Tag.pointwise in func.tags or func._overloadpacket.__name__ in _ELEMENTWISE_WRITES
+
+
+def _storage_id(t: torch.Tensor) -> int:
+    try:
+        return t.untyped_storage()._cdata
+    except Exception:  # noqa: BLE001 - a tensor without storage is alone
+        return -id(t)
+
+
+def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return _storage_id(a) == _storage_id(b)
 
 
 class OrderDependentWriteError(RuntimeError):

@@ -28,7 +28,14 @@ from ..ir import IRError, Namespace, Trace
 from ..log import quiet_torch_tracing
 from .convert import CaptureError, Converter
 from .eager_checks import EagerRefusal, with_eager_checks
-from .functional import TRACING, EagerError, MetadataMutationError, OrderDependentWriteError, trace_functional
+from .functional import (
+    TRACING,
+    EagerError,
+    MetadataMutationError,
+    OrderDependentWriteError,
+    OverlappingInputWriteError,
+    trace_functional,
+)
 from .symbols import range_guards
 
 aten = torch.ops.aten
@@ -171,7 +178,7 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
                 _tensorify(fg.gm, shape_env, mode, float_syms)
     except (IRError, EagerError, EagerRefusal, _SpecializeFloats):
         raise
-    except (MetadataMutationError, OrderDependentWriteError) as e:
+    except (MetadataMutationError, OrderDependentWriteError, OverlappingInputWriteError) as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
     except Exception as e:  # torch raises many kinds; say where it came from
         raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
