@@ -45,6 +45,8 @@ if __package__ in (None, ""):
 from satfuse.engine.egraph import EGraphView  # noqa: E402
 from satfuse.engine.extract import EXTRACTORS, ExtractionError, check, dag_cost, extract, ilp  # noqa: E402
 
+from bench.progress import Progress, progress  # noqa: E402
+
 
 def load(path: str | Path) -> tuple[EGraphView, list[str], dict[str, float]]:
     """(view, root classes, node costs) of one extraction-gym JSON file."""
@@ -113,7 +115,7 @@ def run_gym(args) -> int:
     ratios: dict[str, list[tuple[str, float, float]]] = {m: [] for m in methods}
     invalid = 0
     records = []
-    for p in files:
+    for p in progress(files, "bench/extraction.py", lambda f: f.name):
         view, roots, cost = load(p)
         if p.name not in cache or (args.retime and cache[p.name]["seconds"] < FAST):
             cache[p.name] = optimum(view, roots, cost, args.ilp_limit)
@@ -220,7 +222,9 @@ def run_scale(args) -> int:
     methods = [m for m, meta in EXTRACTORS.items() if meta.get("bench")]
     print(f"{'program':<14} {'e-nodes':>8} {'classes':>8} " + " ".join(
         f"{m + ' cost':>18} {'s':>7} {'peak MiB':>9}" for m in methods))
+    bar = Progress("bench/extraction.py --scale")
     for name, fn, inputs in scale_programs(args.scale):
+        bar.step(name)
         data, view, roots, cost = _egraph(fn, inputs, args.target, cat)
         if args.save:
             Path(args.save).mkdir(parents=True, exist_ok=True)
@@ -239,6 +243,7 @@ def run_scale(args) -> int:
             row += f"{ex.dag_cost:>18,.1f} {time.perf_counter() - t0:>7.3f} {peak / 2**20:>9.1f} "
             del secs
         print(row, flush=True)
+    bar.clear()
     return 0
 
 
@@ -251,7 +256,7 @@ def run_programs(args) -> int:
     cat = load_catalogue()
     methods = [m for m, meta in EXTRACTORS.items() if meta.get("bench")]
     print(f"{'program':<24} {'e-nodes':>8} " + " ".join(f"{m + ' cost':>18} {'ms':>8}" for m in methods))
-    for case in CASES:
+    for case in progress(CASES, "bench/extraction.py --programs", lambda c: c.name):
         try:
             data, view, roots, cost = _egraph(case.fn, case.make_inputs(), args.target, cat, dynamic=case.dynamic)
         except Exception as e:  # noqa: BLE001 - a program the pipeline refuses is reported, not extracted

@@ -50,6 +50,11 @@ from typing import Any, Callable
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+if __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+
+from bench.progress import Progress  # noqa: E402
+
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool", "complex64")
 DTYPE_WEIGHTS = (8, 2, 1.5, 1.5, 2, 3, 2, 1)
 MODES = ("optimize", "jit", "compile")
@@ -1103,13 +1108,17 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
     s = Summary(mode, seed)
     t0 = time.perf_counter()
     reduced: dict[str, int] = {}  # failure kind -> repros written (at most 3 per kind)
+    bar = Progress(f"bench/fuzz.py {mode}", count)
     for i in range(start, start + count):
+        bar.step(f"#{i}: {s.line()}")
         s.seconds = time.perf_counter() - t0
         if time_limit is not None and s.seconds > time_limit:
             if log:
+                bar.clear()
                 log(f"  time limit reached after {s.programs} programs (next index {i})")
             break
         if progress and log and s.programs and s.programs % progress == 0:
+            bar.clear()
             log("  progress: " + s.line())
         p = generate(seed, i, vocab)
         res = runner.run(p.module_source(), mode)
@@ -1128,7 +1137,9 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
                 Path(path).write_text(repro_source(red, rres, mode, "bench/fuzz.py"))
             s.failures.append((i, res, path))
             if log:
+                bar.clear()
                 log(f"  #{i} {res['status']} [{res['sig']}] {res['detail'][:200]}" + (f"\n      -> {path}" if path else ""))
+    bar.clear()
     s.seconds = time.perf_counter() - t0
     return s
 

@@ -48,12 +48,18 @@ import time
 import traceback
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import torch  # noqa: E402
+
+from bench.progress import Progress  # noqa: E402
 
 MODELS = ("gpt2", "bert")
 ATTNS = ("eager", "sdpa")
@@ -331,6 +337,39 @@ def train_step_pair(name: str, attn: str, backend: Any = None, opt_backend: Any 
                        bad[:8])
 
 
+def jit_train(name: str, attn: str, dynamic: bool = True, steps: int = 3, seq: int = 8,
+              lr: float = 0.1) -> dict[str, Any]:
+    """``satfuse.jit(model)`` trained ``steps`` SGD steps (autograd through its forward and
+    backward plans) against an eager twin on the same batches: the largest difference of any
+    loss or final parameter, the plans compiled (by kind), and the seconds of the first step."""
+    import satfuse
+
+    eager = make_model(name, attn).train()
+    model = copy.deepcopy(eager)
+    fm = satfuse.jit(model, dynamic=dynamic)
+
+    def train(m: torch.nn.Module, call: Callable) -> tuple[list[torch.Tensor], float]:
+        opt = torch.optim.SGD(m.parameters(), lr=lr)
+        losses, first = [], 0.0
+        for step in range(steps):
+            t0 = time.perf_counter()
+            loss = call(**make_batch(name, seq, seed=step)).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            first = first or time.perf_counter() - t0
+            losses.append(loss.detach())
+        return losses + [p.detach() for p in m.parameters()], first
+
+    want, _ = train(eager, eager)
+    with PlanTally() as tally:
+        got, first = train(model, fm)
+    return {"max_diff": max(_maxdiff(a, b) for a, b in zip(want, got)),
+            "close": all(_close(b, a, ATOL, RTOL) for a, b in zip(want, got)),
+            "grad_calls": fm.stats()["grad_calls"], "jit_compiles": fm.cache.compiles,
+            "plans": tally.summary()["plans"], "first_step_s": first}
+
+
 def graph_breaks(name: str, attn: str, mode: str) -> tuple[int, int, str]:
     """``torch._dynamo.explain`` on the model call: graphs, breaks, first reason."""
     torch._dynamo.reset()
@@ -461,6 +500,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--no-inductor", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--jit", action="store_true",
+                    help="instead: satfuse.jit(model) trained 3 SGD steps against eager (dynamic and static)")
     a = ap.parse_args(argv)
     import torch._inductor.config as inductor_config
     import transformers
@@ -471,15 +512,27 @@ def main(argv: list[str] | None = None) -> int:
     # would make every run after the first look faster than a first compile is
     inductor_config.force_disable_caches = True
 
+    if a.jit:
+        runs = [(name, dynamic) for name in a.models.split(",") for dynamic in (True, False)]
+        with Progress("bench/models.py --jit", len(runs)) as bar:
+            for name, dynamic in runs:
+                bar.step(f"jit({name}, dynamic={dynamic})")
+                torch._dynamo.reset()
+                r = jit_train(name, "sdpa", dynamic=dynamic)
+                print(f"jit({name}, dynamic={dynamic}): 3 SGD steps, max |diff| vs eager {r['max_diff']:.3g} "
+                      f"({'ok' if r['close'] else 'FAIL'}), grad calls {r['grad_calls']}, plans {r['plans']}, "
+                      f"first step {r['first_step_s']:.1f}s", flush=True)
+        return 0
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, batch {BATCH}, seqs {SEQS}, "
           f"{STEPS} train steps, tolerance atol={ATOL} rtol={RTOL}", flush=True)
     rows = []
-    for name in a.models.split(","):
-        for attn in a.attn.split(","):
-            for mode in a.modes.split(","):
-                t0 = time.perf_counter()
-                rows.append(run_config(name, attn, mode, inductor=not a.no_inductor))
-                print(f"  {name}/{attn}/{mode} done in {time.perf_counter() - t0:.0f}s", flush=True)
+    configs = [(n, at, m) for n in a.models.split(",") for at in a.attn.split(",") for m in a.modes.split(",")]
+    with Progress("bench/models.py", len(configs)) as bar:
+        for name, attn, mode in configs:
+            bar.step(f"{name}/{attn}/{mode}")
+            t0 = time.perf_counter()
+            rows.append(run_config(name, attn, mode, inductor=not a.no_inductor))
+            print(f"  {name}/{attn}/{mode} done in {time.perf_counter() - t0:.0f}s", flush=True)
     print(table(rows))
     if a.json:
         with open(a.json, "w") as f:

@@ -20,9 +20,13 @@ import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 warnings.filterwarnings("ignore")
 
 import test_opinfo as T  # noqa: E402
+
+from bench.progress import progress  # noqa: E402
 
 COLS = ("equal", "refused", "failing", "known", "skipped")
 
@@ -53,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     failures = []
     per_variant: dict[str, dict[str, int]] = {v: dict.fromkeys(COLS, 0) for v in (*T.VARIANTS, "second call")}
     runner = T.Runner(ops, a.limit, path, a.jobs)
-    for op in ops:
+    for op in progress(ops, "bench/opinfo_report.py"):
         rs = runner.result(op)
         for r in rs:
             _count(per_variant[r.variant], r.status, r)

@@ -72,6 +72,7 @@ from satfuse.engine import capture  # noqa: E402
 from satfuse.engine.costs import Traffic, eager_traffic, minimum_traffic, plan_traffic  # noqa: E402
 
 from bench.programs import REAL, Program, softmax, softmax_inputs  # noqa: E402
+from bench.progress import Progress, progress  # noqa: E402
 
 MiB = 2**20
 
@@ -324,7 +325,7 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
     print(head)
     print("-" * len(head))
     out = []
-    for prog in progs:
+    for prog in progress(progs, "bench/run.py GPU", lambda p: p.name):
         try:
             inputs = prog.inputs("cuda")
         except torch.OutOfMemoryError:
@@ -413,8 +414,10 @@ def main(argv: list[str] | None = None) -> int:
     cat = load_catalogue()
     print(f"# bench/run.py: packs {', '.join(sorted({r.pack for r in cat.rules})) or '(none)'}; torch {torch.__version__}")
     recs = []
-    for prog in (progs if not args.skip_quality else []):
-        for t in targets:
+    rows = [(prog, t) for prog in (progs if not args.skip_quality else []) for t in targets]
+    with Progress("bench/run.py quality", len(rows)) as bar:
+        for prog, t in rows:
+            bar.step(f"{prog.name} ({t}), {max(1, args.repeat)} fresh process(es)")
             runs = [r for r in (measure_isolated(prog, t, args.timeout) for _ in range(max(1, args.repeat)))
                     if r is not None]
             if runs:

@@ -158,6 +158,19 @@ def test_training_step_matches_eager_twin(hf, name, attn):
 
 
 @pytest.mark.models
+def test_jit_of_gpt2_trains_like_eager(hf):
+    """``satfuse.jit(model)`` of tiny GPT-2 (2 layers, sequence 8): three SGD steps with autograd
+    through its forward and backward plans give eager's losses and parameters. One compile: the
+    model's two Dynamo graphs (the loss breaks the graph), a forward and a backward plan each,
+    reused by the later steps. Static shapes keep it fast (Dynamo traces GPT-2 symbolically 4x
+    slower); ``python bench/models.py --jit --models gpt2`` runs both."""
+    r = hf.jit_train("gpt2", "sdpa", dynamic=False)
+    assert r["close"], r
+    assert r["grad_calls"] == 3 and r["jit_compiles"] == 0, r
+    assert r["plans"] == {"forward": GRAPHS["gpt2"], "backward": GRAPHS["gpt2"]}, r
+
+
+@pytest.mark.models
 @pytest.mark.parametrize("name", ["gpt2", "bert"] if ALL else ["gpt2"])
 def test_optimize_loss_closing_over_model(hf, name):
     """``satfuse.optimize`` of a loss that closes over an HF model: every parameter and buffer
