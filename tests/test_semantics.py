@@ -222,8 +222,12 @@ def _dead_bitwise_not(a):
     (lambda a: a.add(a, alpha=1e5), torch.ones(3, dtype=torch.float16)),
     (lambda a: a.clamp(max=1e6), torch.ones(3, dtype=torch.float16)),
     (lambda a: a.pow(2**31), torch.arange(3, dtype=torch.int32)),
+    (lambda a: (a.view(a.shape), torch.minimum(a, a))[0], torch.zeros(0, 0, dtype=torch.complex64)),
+    (lambda a: (a, torch.floor(a))[0], torch.zeros(2, dtype=torch.complex64)),
+    (lambda a: (a, torch.sign(a))[0], torch.zeros(2, dtype=torch.complex64)),
 ], ids=["dead-bitwise-not-float", "bitwise-not-float", "softmax-int", "clamp-int-overflow", "addcmul-value-overflow",
-        "alpha-f16-overflow", "clamp-f16-overflow", "pow-int-overflow"])
+        "alpha-f16-overflow", "clamp-f16-overflow", "pow-int-overflow", "dead-minimum-complex-empty",
+        "dead-floor-complex", "dead-sign-complex"])
 def test_eager_kernel_refusals_are_raised(fn, x):
     """What a real kernel refuses for the dtypes or a Scalar argument alone (fake tensors never
     check it) is refused with eager's exception type, also for an op whose result is unused."""
