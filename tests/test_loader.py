@@ -106,3 +106,17 @@ def test_a_session_takes_one_program(cat):
     sess.add_trace(tr)
     with pytest.raises(RuntimeError, match="one program"):
         sess.add_trace(tr)
+
+
+def test_an_egglog_error_in_the_engine_packs_names_file_line_and_rule(cat, monkeypatch):
+    """rules/load.egg and rules/cleanup.egg are loaded like the packs: egglog's errors in them
+    point at their lines."""
+    from satfuse.engine import session
+    from satfuse.engine.session import RuleError
+
+    broken = LOADER_TEXT.replace("((union (Ref c0) (CInt c1))", "((union (Ref c0) (CInt nowhere))")
+    assert broken != LOADER_TEXT
+    line = broken[:broken.index("(CInt nowhere)")].count("\n") + 1
+    monkeypatch.setattr(session, "LOADER_TEXT", broken)
+    with pytest.raises(RuleError, match=rf"load\.egg:{line}: rule 'load-cint': .*nowhere"):
+        Session(cat.sources)
