@@ -24,6 +24,10 @@ each target it prints:
   its result, in-place ops write in place). If lowering fails, the nvFuser bytes come
   from the same partition lowering would use (``segments.partition`` + write-back
   planning) and the row says so.
+* **kern**: kernels of the plan; for the nvfuser target a segment counts the kernels nvFuser's
+  own segmenter is predicted to make of it (``lowering/kernels.py``; the values crossing
+  between them and inputs read again are in the modeled bytes), a torch view none. These are
+  the figures a GPU run compares with ``torch.profiler``'s kernel list.
 * **minimum bytes**: every tensor input that is read, read once; every output and
   write-back written once (:func:`minimum_traffic`), and **modeled / minimum**.
 
