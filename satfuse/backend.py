@@ -25,12 +25,14 @@ compiles the same plan; ``make_backend(options)`` binds options in a callable ba
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 NAME = "satfuse"
+_LOG = logging.getLogger("satfuse.capture")
 
 #: the most recent compiled graphs (newest last, bounded), for inspection
 LAST: list["Compiled"] = []
@@ -187,6 +189,7 @@ class _Backend:
     def compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
         """One graph: converted (``capture_dynamo_graph``), then the pipeline (``Engine.compile``)."""
         from satfuse.api import gc_paused
+        from satfuse.eager import eager_graph, run_eagerly
         from satfuse.engine.capture.graph import capture_dynamo_graph
         from satfuse.lowering import GuardError
         from satfuse.lowering.aliasing import of_trace, runs_eagerly, written_positions
@@ -198,16 +201,26 @@ class _Backend:
             except Exception as e:  # noqa: BLE001 - torch raises many kinds
                 if type(e).__module__.startswith("torch._dynamo"):
                     raise  # Dynamo's own signals (restart with a float specialized, ...)
-                raise BackendError(f"satfuse: capturing the {kind} graph failed: {type(e).__name__}: {e}") from e
+                # eager rejects the example (its error is raised on each call, inputs untouched)
+                # or satfuse has no plan for the graph: Dynamo's graph runs eagerly
+                _LOG.warning("satfuse backend: no plan for the %s graph (%s: %s); it runs eagerly", kind,
+                             type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
+                return eager_graph(gm)
             trace = dg.graph.trace
             with dg.shape_env.suppress_guards() if dg.shape_env is not None else contextlib.nullcontext():
                 # the fakes share storage as the real inputs do; read on hints (no Dynamo guard: the
                 # plan's prologue checks the pattern of every call)
                 aliasing = of_trace(trace, dg.fake_args)
             if runs_eagerly(aliasing, written_positions(trace)):
-                return gm  # Dynamo's own graph runs eagerly where no plan may
+                return eager_graph(gm)  # Dynamo's own graph runs eagerly where no plan may
             c = self.engine.compile(trace, options=self.options, hints=dg.graph.hints, aliasing=aliasing,
-                                    timings=dg.timings)
+                                    example_values=dg.fake_args, timings=dg.timings)
+            if c.lowered.unserved_views:
+                # eager returns views of inputs whose geometry is symbolic: a plan could return
+                # only copies, so Dynamo's graph (which returns the views) runs eagerly
+                _LOG.warning("satfuse backend: the %s graph returns views of inputs with symbolic geometry; "
+                             "it runs eagerly", kind)
+                return eager_graph(gm)
             try:
                 added = dg.add_guards(c.engine.trace)
             except Exception as e:  # noqa: BLE001 - a CaptureError naming the guard
@@ -223,7 +236,7 @@ class _Backend:
             try:
                 return tuple(plan(*args, *extra))
             except GuardError:
-                return gm(*args)
+                return run_eagerly(gm, *args)
 
         run.__doc__ = f"satfuse {kind} plan ({len(c.engine.trace.outputs)} outputs)"
         run.satfuse_plan = plan  # type: ignore[attr-defined]

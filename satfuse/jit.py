@@ -33,12 +33,14 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from satfuse.eager import check_eagerly
 from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
 from satfuse.lowering.cache import Entry, PlanCache, RunEagerly, fast_prologue, floats_as_tensors
 from satfuse.lowering.guards import GuardError
+from satfuse.lowering.plan import LoweringError
 
 _LOG = logging.getLogger("satfuse.capture")
 _LEAF_TYPES = (torch.Tensor, int, float, bool)
@@ -156,16 +158,12 @@ class Jitted:
             raise RunEagerly(str(err)) from err
 
     def _eagerly(self, args: tuple, kwargs: dict, user_args: tuple) -> Any:
-        """A call no plan serves runs eagerly, transactionally: first on copies of the arguments
-        (and of the lifted module state) that share memory as they do, with the RNG state restored
-        after, so that eager's error is raised with every input untouched; then for real."""
+        """A call no plan serves runs eagerly, transactionally (``satfuse/eager.py``): eager's error
+        is raised with every input, and the lifted module state, untouched."""
         fn = self.fn
         if self.state:
             fn, _ = lift_state(self.fn, len(args) - len(self.state.names), self.state, False)
-        cuda = sorted({x.device.index or 0 for x in pytree.tree_leaves((args, kwargs))
-                       if isinstance(x, torch.Tensor) and x.is_cuda})
-        with torch.random.fork_rng(devices=cuda):
-            run_on_copies(fn, args, kwargs)
+        check_eagerly(fn, args, kwargs)
         return self.fn(*user_args, **kwargs)
 
     def _log_once(self, kind: str, msg: str) -> None:
@@ -201,6 +199,9 @@ class Jitted:
         c = self.engine.compile(cap.trace, options=self.options, hints=cap.symbol_hints, aliasing=aliasing,
                                 example_values=inputs, timings={"capture": cap.seconds})
         lowered = c.lowered
+        if dynamic is not False and lowered.unserved_views:
+            raise LoweringError(f"outputs {lowered.unserved_views} are views of inputs with symbolic geometry "
+                                "(a plan could only return copies)")
         plan = Plan(lowered, cap, c.engine, c.timings, catalogue=c.catalogue, options=self.options, owner=self.engine)
         check = fast_prologue(lowered.prologue)  # guards the aliasing pattern too: another one recompiles
         if hidden:
@@ -212,28 +213,6 @@ class Jitted:
 
     def __repr__(self) -> str:
         return f"<satfuse.jit {getattr(self.fn, '__qualname__', self.fn)} {self.cache!r}>"
-
-
-def run_on_copies(fn: Callable, args: tuple, kwargs: dict) -> None:
-    """Run ``fn`` eagerly on copies of the arguments that share memory exactly as the originals
-    do (what eager raises is raised; no caller tensor is touched)."""
-    storages: dict[Any, Any] = {}
-
-    def shadow(x: Any) -> Any:
-        if not isinstance(x, torch.Tensor) or type(x) not in (torch.Tensor, torch.nn.Parameter) or x.is_conj() \
-                or x.is_neg() or x.layout != torch.strided:
-            return x.detach().clone() if isinstance(x, torch.Tensor) else x
-        st = x.untyped_storage()
-        key = st.data_ptr() if st.nbytes() else ("empty", id(x))
-        copy = storages.get(key)
-        if copy is None:
-            copy = storages[key] = st.clone()
-        y = torch.empty(0, dtype=x.dtype, device=x.device)
-        return y.set_(copy, x.storage_offset(), x.size(), x.stride())
-
-    with torch.no_grad():
-        args, kwargs = pytree.tree_map(shadow, (args, kwargs))
-    fn(*args, **kwargs)
 
 
 def _first_line(err: Exception) -> str:

@@ -296,3 +296,34 @@ def test_dynamic_recompile_traces_symbolic_in_place_ops():
     f = torch.compile(_in_place_compare, backend="satfuse")
     for n in (1, 5, 1, 3):
         assert_like_eager(_in_place_compare, f, torch.randn(n), torch.ones(n, n, dtype=torch.bool).t())
+
+
+def test_graph_without_plan_runs_eagerly_transactionally():
+    """A graph eager rejects at capture (a write through an ``unfold`` view that reads the tensor it
+    writes) runs Dynamo's graph eagerly, on copies first: eager's error, the input untouched."""
+
+    def f(a):
+        a.logical_and_(a)
+        a.unfold(-1, 2, 2).atan2_(a)
+        return a
+
+    g = torch.compile(f, backend="satfuse")
+    a = torch.full((2,), 3.0)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        g(a)
+    assert torch.equal(a, torch.full((2,), 3.0))
+
+
+def test_returned_views_of_inputs_stay_views():
+    """Views of inputs come back as views with eager's geometry, static and dynamic graphs alike."""
+
+    def f(x):
+        return x[1:], x.t(), x * 2
+
+    g = torch.compile(f, backend="satfuse")
+    for n in (3, 4, 5):
+        x = torch.randn(n, n)
+        got, want = g(x), f(x)
+        for o, w in zip(got[:2], want[:2]):
+            assert o.data_ptr() == w.data_ptr() and o.stride() == w.stride() and torch.equal(o, w)
+        assert got[2].data_ptr() != x.data_ptr() and torch.equal(got[2], want[2])
