@@ -209,6 +209,9 @@ class Plan:
     lower_seconds: float
     _fn: Callable = None  # type: ignore[assignment]
     _fusions: dict[str, _Fusion] = None  # type: ignore[assignment]
+    #: outputs eager returns as views of an input that this plan returns as its own tensors (the
+    #: view's geometry is symbolic): a caller that needs them as views specialises (``jit``)
+    unserved_views: list[int] = None  # type: ignore[assignment]
 
     def __call__(self, *flat_inputs: Any) -> list:
         return self._fn(flat_inputs)
@@ -416,7 +419,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         dead = sorted(nm for nm, j in last.items() if j == i and nm not in keep)
         if dead:
             body.append(f"del {', '.join(dead)}")
-    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {})
+    unserved: list[int] = []
+    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved)
     body.append(f"return [{', '.join(rets)}]")
     head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:
@@ -465,13 +469,14 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                 time.perf_counter() - t0)
     plan._fn = fn
     plan._fusions = fusions
+    plan.unserved_views = unserved
     log.lowering.info("lowered %s: %s (%.1f ms)", trace.name, plan.stats(), plan.lower_seconds * 1e3)
     log.lowering.debug("plan:\n%s", source)
     return plan
 
 
 def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],
-                     layouts: dict[int, Any]) -> list[str]:
+                     layouts: dict[int, Any], unserved: list[int]) -> list[str]:
     """Lines that make the returned tensors alias exactly as eager's do (``trace.output_aliases``;
     empty: every output fresh). Rewrites ``rets`` in place.
 
@@ -481,7 +486,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     - ``OutputAlias("output", j)``: the very object returned at position ``j``;
     - ``OutputAlias("input", i)``: input ``i`` itself when the plan's value lives in it with the
       same shape (``x.add_(1); return x``); ``x.as_strided`` at eager's geometry where the input's
-      layout at capture is known (``layouts``: guarded by the prologue); otherwise the plan's value."""
+      layout at capture is known (``layouts``: guarded by the prologue); otherwise the plan's value,
+      and ``k`` goes to ``unserved``."""
     aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
     al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
     inputs = set(in_names)
@@ -517,6 +523,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
                 lines.append(f"{view} = {x}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset!r})"
                              f"  # eager returns this view of {x} (its layout is guarded)")
                 rets[k] = name = view
+            elif name != x:
+                unserved.append(k)
         seen.add(name)
     return lines
 

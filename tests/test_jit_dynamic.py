@@ -145,3 +145,19 @@ def satfuse_jit(fn):
     import satfuse
 
     return satfuse.jit(fn, dynamic=True)
+
+
+def test_returned_views_of_inputs_stay_views():
+    """A view of an input that eager returns is a view of the caller's tensor with eager's geometry;
+    symbolic plans cannot rebuild it, so such calls get static plans (said once in the log)."""
+
+    def f(x):
+        return x[1:], x.t(), x[:, 0], x * 2
+
+    j = satfuse_jit(f)
+    for x in (torch.randn(3, 3), torch.randn(4, 4), torch.randn(5, 4).t(), torch.randn(3, 3)):
+        got, want = j(x), f(x)
+        for g, w in zip(got[:3], want[:3]):
+            assert g.data_ptr() == w.data_ptr() and g.stride() == w.stride() and torch.equal(g, w)
+        assert got[3].data_ptr() != x.data_ptr() and torch.equal(got[3], want[3])
+    assert j.stats()["compiles"] == 3  # one plan per layout; the last call hits the first
