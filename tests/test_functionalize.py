@@ -376,11 +376,49 @@ def test_write_into_an_aliased_or_expanded_input_is_a_listed_refusal():
         b.unfold(-1, 2, 2).zero_()
         return a
 
+    def fill_first(a, b):
+        b[:1].fill_(3.0)
+        return a
+
     b = torch.tensor([5.0])
     with pytest.raises(GuardError, match="cannot have a plan") as e1:
         satfuse.optimize(clamp_second, b, b)
     assert b.item() == 5.0 and refused_as_listed(e1.value) is not None
     a, e = torch.ones(2, 1), torch.ones(1, dtype=torch.float64).expand(2)
-    with pytest.raises(CaptureError, match="cannot have a plan") as e2:
+    with pytest.raises(CaptureError, match="cannot have a plan|loop order") as e2:
         satfuse.optimize(fill_unfolded, a, e)
     assert torch.equal(e, torch.ones(2, dtype=torch.float64)) and refused_as_listed(e2.value) is not None
+    with pytest.raises(CaptureError, match="cannot have a plan") as e3:
+        satfuse.optimize(fill_first, a, e)
+    assert torch.equal(e, torch.ones(2, dtype=torch.float64)) and refused_as_listed(e3.value) is not None
+
+
+def _unfold_gaps(a, i):
+    t = torch.scatter(torch.ones_like(a), -1, i, torch.ones_like(i, dtype=a.dtype))
+    t.unfold(1, 2, 3).masked_fill_(t.unfold(1, 2, 3) > 0, 1.5)
+    return t
+
+
+def _unfold_tail(a, i):
+    t = a * 1
+    t.unfold(1, 2, 2).mul_(3)
+    return t, t.unfold(1, 2, 2)
+
+
+@pytest.mark.parametrize("fn", [_unfold_gaps, _unfold_tail])
+def test_write_through_unfold_keeps_what_no_window_covers(fn):
+    """A write through ``unfold`` with gaps or an uncovered tail leaves those elements alone, as
+    in eager (functionalization's own inverse, unfold_backward, zeroed them)."""
+    _differential(fn, [torch.randn(3, 7), torch.zeros(3, 7, 0, dtype=torch.long)], _optimize)
+
+
+@pytest.mark.parametrize(("fn", "n"), [(lambda x: (x * 1).expand(3, 3).fill_(2.0), 3),
+                                       (lambda x: (x * 1).unfold(0, 3, 2).fill_(5.0), 8),
+                                       (lambda x: (x * 1).unfold(0, 2, 3).fill_(5.0), 8)],
+                         ids=["expand", "overlapping-unfold", "unfold-step-past-end"])
+def test_write_through_a_view_holding_an_element_twice_is_a_listed_refusal(fn, n):
+    from satfuse.engine.unsupported import refused_as_listed
+
+    with pytest.raises(CaptureError, match="loop order") as e:
+        satfuse.optimize(fn, torch.ones(n))
+    assert refused_as_listed(e.value) is not None

@@ -107,7 +107,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
     box: list[Any] = []
 
     def checked(*args: Any) -> list[Any]:
-        with _OverlapCheck():
+        with _OverlapCheck(), UnfoldAsViews():
             out = flat_fn(*args)
         box.append((args, out))
         return out
@@ -158,7 +158,8 @@ def _functionalized(flat_fn: Callable) -> Callable:
     def run(*args: Any) -> list[Any]:
         with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
             f_args = [to_fun(a) for a in args]
-            outs = flat_fn(*f_args)
+            with UnfoldAsViews():
+                outs = flat_fn(*f_args)
         for before, after in zip(args, f_args):
             if isinstance(before, torch.Tensor) and has_data_mutation(after):
                 with torch.no_grad():
@@ -207,6 +208,11 @@ class _OverlapCheck(TorchDispatchMode):
                     f"{func} reads a tensor that shares memory with the tensor it writes, in an order of its own "
                     "(eager's result then depends on its loop order, which a functional plan cannot reproduce): "
                     "clone() the operand before the in-place op")
+            if not verdict and any(_holds_an_element_twice(w) for w in written):
+                raise OrderDependentWriteError(
+                    f"{func} writes a tensor that holds one memory element at several positions (an expanded or "
+                    "overlapping view): which write lands last depends on eager's loop order, and a functional "
+                    "plan writes whole values: clone() the tensor before the in-place op")
             for w in written:
                 if verdict is None and _internal_overlap(w):
                     raise SelfOverlapError(
@@ -227,7 +233,7 @@ class _OverlapCheck(TorchDispatchMode):
 
 
 #: eager's memory-overlap refusals (ATen's MemoryOverlap.cpp), as its messages word them
-_OVERLAP_MESSAGE = "refer to a single memory location"
+_OVERLAP_MESSAGE = "single memory location"
 #: the most bytes an overlap probe allocates (beyond it, the geometric checks below decide)
 _PROBE_BYTES = 1 << 24
 
@@ -291,6 +297,17 @@ def _elementwise(func: Any) -> bool:
     return torch.Tag.pointwise in func.tags or func._overloadpacket.__name__ in _ELEMENTWISE_WRITES
 
 
+def _concrete(xs: Sequence[Any]) -> list[int] | None:
+    """The ints of ``xs``, or None where one is symbolic (no guard is added)."""
+    out = []
+    for x in xs:
+        v = x if isinstance(x, int) else x.node.maybe_as_int()
+        if v is None:
+            return None
+        out.append(v)
+    return out
+
+
 def _storage_id(t: torch.Tensor) -> int:
     try:
         return t.untyped_storage()._cdata
@@ -300,6 +317,83 @@ def _storage_id(t: torch.Tensor) -> int:
 
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return _storage_id(a) == _storage_id(b)
+
+
+class UnfoldAsViews(TorchDispatchMode):
+    """``x.unfold(d, size, step)`` with ``size <= step`` traced as the slice/view/permute it is
+    (``narrow(d, 0, n * step).unflatten(d, (n, step)).narrow(d + 1, 0, size).movedim(d + 1, -1)``,
+    the same sizes, strides and offset). Functionalization's own inverse of ``unfold`` is
+    ``unfold_backward``, which zeroes every element no window covers: a write through
+    ``t.unfold(0, 2, 3)`` would zero the gaps. Slices and views have exact scatter inverses."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gapped: dict[int, torch.Tensor] = {}  # unfolds left as they are (kept alive: ids stay unique)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        if func is torch.ops.aten.unfold.default and not kwargs:
+            views = _unfold_views(*args)
+            if views is not None:
+                return views
+            out = func(*args, **kwargs)
+            self.gapped[id(out)] = out
+            return out
+        if func._schema.is_mutable and torch.Tag.inplace_view not in func.tags:
+            for a, v in zip(func._schema.arguments, args):
+                if a.alias_info is not None and a.alias_info.is_write and id(v) in self.gapped:
+                    raise OrderDependentWriteError(
+                        f"{func} writes through an unfold whose windows overlap or whose last step runs past "
+                        "the end: functionalization's inverse (unfold_backward) sums overlapping windows and zeroes "
+                        "what no window covers, so no plan follows eager's loop order: clone() the windows, or use "
+                        "slices")
+        return func(*args, **kwargs)
+
+
+def _unfold_views(x: torch.Tensor, dim: int, size: int, step: int) -> torch.Tensor | None:
+    """``x.unfold(dim, size, step)`` as views, or None where that is not one view chain (windows
+    that overlap, a last window whose step runs past the end, symbolic extents)."""
+    if x.dim() == 0 or not all(isinstance(v, int) for v in (dim, size, step)) or size > step or size < 1:
+        return None
+    d = dim % x.dim()
+    n_len = x.size(d)
+    if not isinstance(n_len, int):
+        n_len = n_len.node.maybe_as_int()
+    if n_len is None or n_len < size:
+        return None
+    n = (n_len - size) // step + 1
+    if n * step > n_len:
+        return None
+    return x.narrow(d, 0, n * step).unflatten(d, (n, step)).narrow(d + 1, 0, size).movedim(d + 1, -1)
+
+
+def _holds_an_element_twice(t: torch.Tensor) -> bool:
+    """Some memory element of ``t`` sits at two positions (``expand``, overlapping ``unfold``
+    windows, ``as_strided`` with small strides). Functionalization's inverse of such a view sums
+    (``expand``'s ``sum_to_size``, ``unfold_backward``): a write through it has no functional
+    meaning. Exact for concrete geometry up to 2**20 elements, else only stride 0 counts."""
+    if _internal_overlap(t):
+        return True
+    size, stride = _concrete(t.size()), _concrete(t.stride())
+    if size is None or stride is None:  # symbolic (never specialized here): stride 0 was checked
+        return False
+    dims = sorted((i for i in range(len(size)) if size[i] > 1), key=lambda i: abs(stride[i]))
+    reach = 0
+    for i in dims:
+        if abs(stride[i]) <= reach:
+            break
+        reach += abs(stride[i]) * (size[i] - 1)
+    else:
+        return False
+    numel = _numel(size)
+    if numel > 1 << 20:
+        return False
+    import numpy as np
+
+    offs = np.zeros([1], dtype=np.int64)
+    for n, st in zip(size, stride):
+        offs = (offs[:, None] + np.arange(n, dtype=np.int64)[None, :] * st).reshape(-1)
+    return len(np.unique(offs)) < numel
 
 
 class OrderDependentWriteError(RuntimeError):
