@@ -145,7 +145,9 @@ class OutputAlias:
 
     ``kind``: "input" (eager returns input ``index`` itself or a view of it, with this geometry:
     ``size``/``stride``/``storage_offset`` in elements, extents may be symbolic) or "output" (the
-    very same tensor object as output ``index``, e.g. ``return y, y``). An output with no
+    very same tensor object as output ``index``, e.g. ``return y, y``) or "shared" (a view, at this
+    concrete geometry, of one buffer that the outputs of the group led by output ``index`` share:
+    ``return t, t.t()``). An output with no
     ``OutputAlias`` (None in ``Trace.output_aliases``) is a fresh tensor that shares storage with
     nothing the caller holds."""
 

@@ -509,6 +509,10 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
                 rets[k] = name = fresh
         elif a.kind == "output":
             rets[k] = name = rets[a.index]
+        elif a.kind == "shared":
+            if a.index == k:
+                lines += _shared_buffer(k, aliases, trace.outputs, rets, taken)
+            name = rets[k]
         elif a.kind == "input":
             x = in_names[a.index]
             src = trace.inputs[a.index]
@@ -529,8 +533,38 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     return lines
 
 
+def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list[str], taken: set[str]) -> list[str]:
+    """Outputs that eager returns as views of one intermediate (``OutputAlias("shared", lead)``):
+    one fresh buffer spanning their geometry, each output a view of it holding its value (the
+    values agree where the views overlap: they are one memory in eager too)."""
+    members = [k for k, a in enumerate(aliases) if a is not None and a.kind == "shared" and a.index == lead]
+    if not all(isinstance(outputs[k], Var) for k in members):
+        return []
+    low = min(aliases[k].storage_offset for k in members)
+    span = 1
+    for k in members:
+        a = aliases[k]
+        if all(n > 0 for n in a.size):
+            span = max(span, a.storage_offset - low + sum((n - 1) * abs(st) for n, st in zip(a.size, a.stride)) + 1)
+    buf = rets[lead] + "_shared"
+    while buf in taken:
+        buf += "_"
+    taken.add(buf)
+    lines = [f"{buf} = torch.empty(({span},), dtype={rets[lead]}.dtype, device={rets[lead]}.device)"
+             "  # eager's outputs here are views of one tensor"]
+    for k in members:
+        a, view = aliases[k], f"{buf}_{k}"
+        taken.add(view)
+        lines.append(f"{view} = {buf}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset - low})")
+        lines.append(f"{view}.copy_({rets[k]})")
+        rets[k] = view
+    return lines
+
+
 def _concrete(a: Any) -> bool:
-    return all(isinstance(e, int) for e in (*(a.size or (None,)), *(a.stride or (None,)), a.storage_offset))
+    if a.size is None or a.stride is None:  # () is a 0-d view's geometry, not a missing one
+        return False
+    return all(isinstance(e, int) for e in (*a.size, *a.stride, a.storage_offset))
 
 
 def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[int, ...], int]]:

@@ -422,3 +422,41 @@ def test_write_through_a_view_holding_an_element_twice_is_a_listed_refusal(fn, n
     with pytest.raises(CaptureError, match="loop order") as e:
         satfuse.optimize(fn, torch.ones(n))
     assert refused_as_listed(e.value) is not None
+
+
+def _views_of_a_returned_intermediate(b):
+    t1 = b.amin(0, keepdim=True)
+    t2 = t1.clone()
+    return t1, t2, t2.transpose(0, -1), t2.detach()
+
+
+def _views_of_an_unreturned_intermediate(b):
+    t = b * 2
+    return t[0], t[1:], t.view(t.shape)
+
+
+def _zero_dim_view_written(a):
+    t = a.squeeze().view(())
+    t[()] = 2
+    return t, a.clone()
+
+
+@pytest.mark.parametrize("fn", [_views_of_a_returned_intermediate, _views_of_an_unreturned_intermediate,
+                                _zero_dim_view_written])
+def test_outputs_share_storage_exactly_as_eagers(fn):
+    """Outputs that are views of one intermediate share memory as in eager (and only those); a 0-d
+    view of an input stays a view of it."""
+
+    def sharing(outs, ins):
+        ptr = [o.untyped_storage().data_ptr() for o in outs]
+        return ([(i, j) for i in range(len(outs)) for j in range(i) if ptr[i] == ptr[j]],
+                [(i, j) for i in range(len(outs)) for j, x in enumerate(ins) if ptr[i] == x.untyped_storage().data_ptr()])
+
+    b = torch.randn(3, 2) if fn is not _zero_dim_view_written else torch.tensor([5])
+    want_in = [b.clone()]
+    want = fn(*want_in)
+    got_in = [b.clone()]
+    got = satfuse.optimize(fn, b.clone())(*got_in)
+    _same(got, want)
+    assert torch.equal(got_in[0], want_in[0])
+    assert sharing(got, got_in) == sharing(want, want_in)

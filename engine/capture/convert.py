@@ -103,7 +103,7 @@ class Converter:
             if a is None or a.kind == "output":
                 out.append(None if a is None else OutputAlias("output", a.index))
                 continue
-            out.append(OutputAlias("input", a.index, tuple(self.sym(s) for s in a.size),
+            out.append(OutputAlias(a.kind, a.index, tuple(self.sym(s) for s in a.size),
                                    tuple(self.sym(s) for s in a.stride), self.sym(a.storage_offset)))
         return out
 

@@ -77,7 +77,8 @@ class SelfOverlapError(EagerError):
 @dataclass(frozen=True)
 class AliasInfo:
     """How one output aliases in eager: ``kind`` "input" (input ``index`` or a view of it, with
-    the view's geometry as torch SymInts/ints) or "output" (the same tensor as output ``index``)."""
+    the view's geometry as torch SymInts/ints), "output" (the same tensor as output ``index``) or
+    "shared" (a view of the intermediate that output ``index`` is a view of, at this geometry)."""
 
     kind: str
     index: int
@@ -143,11 +144,35 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             aliases.append(AliasInfo("input", info.base_idx, tuple(o.size()), tuple(o.stride()), o.storage_offset()))
         else:
             aliases.append(None)
+    _shared_outputs(outs, aliases)
     mutated = [i for i, info in enumerate(meta.input_info) if info.mutates_data]
     # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index)
     with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True), fx_traceback.preserve_node_meta():
         gm = make_fx(_functionalized(flat_fn), tracing_mode="real", decomposition_table=decompositions)(*fakes)
     return FunctionalGraph(gm, mutated, aliases)
+
+
+def _shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None:
+    """Outputs that are views of one intermediate of the program (``t, t.t()``; ``t[0], t[1]``
+    of an unreturned ``t``) share memory in eager: each gets ``AliasInfo("shared", first member,
+    geometry)`` so the plan returns them as views of one buffer. Read from the functional
+    tensors' storage (AOTAutograd's metadata calls an alias of an intermediate ``non_alias`` when
+    nothing requires grad). Only for concrete geometry and one dtype per group (otherwise the
+    outputs stay fresh tensors)."""
+    groups: dict[int, list[int]] = {}
+    for k, o in enumerate(outs):
+        if isinstance(o, torch.Tensor) and aliases[k] is None:
+            groups.setdefault(_storage_id(o), []).append(k)
+    for members in groups.values():
+        if len(members) < 2 or len(
+                {outs[k].dtype for k in members}) != 1:
+            continue
+        geo = [(_concrete(outs[k].size()), _concrete(outs[k].stride()), _concrete([outs[k].storage_offset()]))
+               for k in members]
+        if any(g is None for gs in geo for g in gs):
+            continue
+        for k, (size, stride, off) in zip(members, geo):
+            aliases[k] = AliasInfo("shared", members[0], tuple(size), tuple(stride), off[0])
 
 
 def _functionalized(flat_fn: Callable) -> Callable:
@@ -294,7 +319,13 @@ _ELEMENTWISE_WRITES = {"copy_", "masked_fill_", "masked_fill", "fill_", "zero_",
 
 
 def _elementwise(func: Any) -> bool:
-    return torch.Tag.pointwise in func.tags or func._overloadpacket.__name__ in _ELEMENTWISE_WRITES
+    """Pointwise as torch tags it: the op, or its functional form (``ne_``, ``ne.out``: ``ne``)."""
+    name = func._overloadpacket.__name__
+    if torch.Tag.pointwise in func.tags or name in _ELEMENTWISE_WRITES:
+        return True
+    packet = getattr(torch.ops.aten, name.removesuffix("_"), None)
+    return packet is not None and any(
+        torch.Tag.pointwise in getattr(packet, o).tags for o in packet.overloads())
 
 
 def _concrete(xs: Sequence[Any]) -> list[int] | None:
