@@ -60,3 +60,15 @@ def test_nan_and_inf_at_capture_are_constants_the_symbolic_plan_takes_any_value(
     # nan and inf as the first values: guarded constants; the plan built for 1.0 carries the float
     # as data, so -inf and -0.0 mean the same there: no guard on the value
     assert f.cache.compiles == 3
+
+
+def test_floats_in_keywords_and_containers_and_a_float_made_an_int():
+    f = satfuse.jit(lambda x, t=1.0, d=None: x / t * d["s"])
+    x = torch.randn(6)
+    for t in (0.5, 0.25, 3.0):
+        assert torch.equal(f(x, t=t, d={"s": 1.5 * t}), x / t * (1.5 * t))
+    assert f.cache.compiles == 1
+    h = satfuse.jit(lambda x, t: x[: int(t)] * t)  # int(t) guards the float: one plan per value
+    for t in (2.5, 3.5, 2.7):
+        assert torch.equal(h(x, t), x[: int(t)] * t), t
+    assert h.cache.compiles == 3
