@@ -107,8 +107,10 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
 
     box: list[Any] = []
 
+    check = _OverlapCheck()
+
     def checked(*args: Any) -> list[Any]:
-        with _OverlapCheck(), UnfoldAsViews():
+        with check, UnfoldAsViews():
             out = flat_fn(*args)
         box.append((args, out))
         return out
@@ -144,12 +146,34 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             aliases.append(AliasInfo("input", info.base_idx, tuple(o.size()), tuple(o.stride()), o.storage_offset()))
         else:
             aliases.append(None)
+    if check.wrote:
+        # after a write, a functional view's strides are those of the new value, not eager's: the
+        # geometry of returned views (and which outputs share memory) is read from a plain run of
+        # the program on the fake inputs, which models eager's aliasing exactly
+        eager_outs = _eager_outputs(flat_fn, fakes)
+        if eager_outs is not None and len(eager_outs) == len(outs):
+            for k, (a, e) in enumerate(zip(aliases, eager_outs)):
+                if a is not None and a.kind == "input" and isinstance(e, torch.Tensor):
+                    aliases[k] = AliasInfo("input", a.index, tuple(e.size()), tuple(e.stride()), e.storage_offset())
+            outs = eager_outs
     _shared_outputs(outs, aliases)
     mutated = [i for i, info in enumerate(meta.input_info) if info.mutates_data]
     # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index)
     with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True), fx_traceback.preserve_node_meta():
         gm = make_fx(_functionalized(flat_fn), tracing_mode="real", decomposition_table=decompositions)(*fakes)
     return FunctionalGraph(gm, mutated, aliases)
+
+
+def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
+    """``flat_fn`` run as eager runs it, on the fake inputs themselves (writes change no fake data;
+    metadata changes of inputs were refused before): its outputs carry eager's sizes, strides,
+    offsets and storage sharing. None where it raises (then the functional geometry stands)."""
+    try:
+        with enable_python_dispatcher(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return list(flat_fn(*fakes))
+    except Exception:  # noqa: BLE001 - e.g. a leaf that requires grad written in place
+        return None
 
 
 def _shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None:
@@ -214,11 +238,14 @@ class _OverlapCheck(TorchDispatchMode):
     dtype and Scalar-argument checks (``eager_checks.probe_kernel``), used or not, and eager's
     paths that decompositions lack (``eager_checks.CHECKS``)."""
 
+    wrote = False  # the program wrote some tensor in place (or through out=)
+
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         probe_kernel(func, args, kwargs)
         schema = getattr(func, "_schema", None)
         if schema is not None and schema.is_mutable and torch.Tag.inplace_view not in func.tags:
+            self.wrote = True
             written, read = [], []
             for i, a in enumerate(schema.arguments):
                 v = args[i] if i < len(args) else kwargs.get(a.name)
