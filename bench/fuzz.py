@@ -24,8 +24,10 @@ value and shape; when eager raises, the plan must raise too (eager's exception t
 optionally wrapped) with every input untouched.
 
 Outcomes: ``equal``; ``refused`` (a satfuse error naming an unsupported form, raised by
-``optimize``/the first call before anything runs); ``wrong`` (anything that differs from
-eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
+``optimize``/the first call before anything runs); ``dynamo`` (``--mode compile`` only: the
+program differs from eager the same way under ``torch.compile(backend="eager")``, so the
+divergence is Dynamo's own: dead code it drops, a graph break after a write, its exception
+types); ``wrong`` (anything else that differs from eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
 worker process is killed and replaced). Each wrong/crash/hang program is reduced
 automatically (statements, returns, inputs, layouts, sizes, values; each step kept only if
 the same failure remains) and written as a standalone ``.py`` repro to ``--out``.
@@ -793,16 +795,32 @@ def evaluate(src: str, mode: str) -> dict[str, str]:
         else:
             torch._dynamo.reset()
             plan = torch.compile(f, backend="satfuse")
+    except Exception as e:  # noqa: BLE001
+        return res("crash", type(e).__name__, f"{type(e).__name__}: {_first(e)}{_where(e)}")
+    out = _calls(f, inputs, calls, plan, mode)
+    if mode == "compile" and out["status"] in ("wrong", "crash"):
+        # Dynamo's own divergences from eager (dead code it drops, a graph break after a write, its
+        # own exception types) show with backend="eager" too: they are Dynamo's, not the backend's
+        torch._dynamo.reset()
+        ref = _calls(f, inputs, calls, torch.compile(f, backend="eager"), mode)
+        if (ref["status"], ref["sig"]) == (out["status"], out["sig"]):
+            return {**out, "status": "dynamo", "detail": "backend='eager' differs the same way: " + out["detail"]}
+    return out
+
+
+def _calls(f: Callable, inputs: Callable, calls: list, plan: Callable, mode: str) -> dict[str, str]:
+    """The calls of one program through ``plan``, each against eager: {status, sig, detail}."""
+    try:
         for label, sizes in calls:
             check_call(label, f, lambda s=sizes: inputs(**s), plan)
     except Differs as d:
-        return res("wrong", d.aspect, str(d))
+        return {"status": "wrong", "sig": d.aspect, "detail": str(d)}
     except Exception as e:  # noqa: BLE001
         e = getattr(e, "inner_exception", None) or e  # Dynamo's BackendCompilerFailed: what the backend raised
         if mode != "optimize" and _refusal(e):
-            return res("refused", type(e).__name__, f"{type(e).__name__}: {_first(e)}")
-        return res("crash", type(e).__name__, f"{type(e).__name__}: {_first(e)}{_where(e)}")
-    return res("equal")
+            return {"status": "refused", "sig": type(e).__name__, "detail": f"{type(e).__name__}: {_first(e)}"}
+        return {"status": "crash", "sig": type(e).__name__, "detail": f"{type(e).__name__}: {_first(e)}{_where(e)}"}
+    return {"status": "equal", "sig": "", "detail": ""}
 
 
 # ---------------------------------------------------------------- isolation: a worker process with a timeout
@@ -1088,7 +1106,7 @@ class Summary:
     mode: str
     seed: int
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("equal", "refused", "wrong", "crash", "hang"), 0))
+        ("equal", "refused", "dynamo", "wrong", "crash", "hang"), 0))
     programs: int = 0
     seconds: float = 0.0
     failures: list[tuple[int, dict[str, str], str]] = field(default_factory=list)  # (index, result, repro path)
@@ -1097,7 +1115,7 @@ class Summary:
     def line(self) -> str:
         c = self.counts
         return (f"fuzz mode={self.mode} seed={self.seed}: programs {self.programs}, equal {c['equal']}, "
-                f"refused {c['refused']}, wrong {c['wrong']}, crash {c['crash']}, hang {c['hang']} "
+                f"refused {c['refused']}, dynamo {c['dynamo']}, wrong {c['wrong']}, crash {c['crash']}, hang {c['hang']} "
                 f"({self.seconds:.0f} s)")
 
 
