@@ -189,7 +189,7 @@ class _Backend:
     def compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
         """One graph: converted (``capture_dynamo_graph``), then the pipeline (``Engine.compile``)."""
         from satfuse.api import gc_paused
-        from satfuse.eager import eager_graph, run_eagerly
+        from satfuse.eager import eager_graph
         from satfuse.engine.capture.graph import capture_dynamo_graph
         from satfuse.lowering import GuardError
         from satfuse.lowering.aliasing import of_trace, runs_eagerly, written_positions
@@ -228,7 +228,7 @@ class _Backend:
         c.timings["total"] = time.perf_counter() - t0
         LAST.append(Compiled(kind, trace, c.lowered, c.engine, c.timings, added, dg.dropped_guards))
         del LAST[:-_KEEP]
-        plan, extra = c.lowered, tuple(dg.consts)
+        plan, extra, eager = c.lowered, tuple(dg.consts), eager_graph(gm)
 
         def run(*args: Any) -> Any:
             # Dynamo does not guard how inputs overlap: a call whose aliasing differs from the
@@ -236,7 +236,7 @@ class _Backend:
             try:
                 return tuple(plan(*args, *extra))
             except GuardError:
-                return run_eagerly(gm, *args)
+                return eager(*args)
 
         run.__doc__ = f"satfuse {kind} plan ({len(c.engine.trace.outputs)} outputs)"
         run.satfuse_plan = plan  # type: ignore[attr-defined]

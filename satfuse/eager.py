@@ -50,10 +50,12 @@ def run_eagerly(fn: Callable, *args: Any, **kwargs: Any) -> Any:
 
 
 def eager_graph(gm: Callable) -> Callable:
-    """A Dynamo graph that runs eagerly, transactionally."""
+    """A Dynamo graph that runs eagerly, transactionally (its ``forward``: fx's ``__call__``
+    prints the traceback of every exception to stderr before re-raising it)."""
+    forward = getattr(gm, "forward", gm)
 
     def run(*args: Any) -> Any:
-        return run_eagerly(gm, *args)
+        return run_eagerly(forward, *args)
 
     run.__doc__ = "satfuse: Dynamo's graph, run eagerly (no plan serves it)"
     return run
