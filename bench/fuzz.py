@@ -1128,7 +1128,7 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
     reduced: dict[str, int] = {}  # failure kind -> repros written (at most 3 per kind)
     bar = Progress(f"bench/fuzz.py {mode}", count)
     for i in range(start, start + count):
-        bar.step(f"#{i}: {s.line()}")
+        bar.step(f"#{i}: " + ", ".join(f"{k} {v}" for k, v in s.counts.items() if v))
         s.seconds = time.perf_counter() - t0
         if time_limit is not None and s.seconds > time_limit:
             if log:
