@@ -1,15 +1,14 @@
 """``torch.compile(fn, backend="satfuse")``.
 
-Dynamo captures the frame; :func:`satfuse_backend` hands Dynamo's graph to capture
-(``engine/capture/graph.capture_dynamo_graph``: functionalized re-trace under the
-placeholders' own FakeTensorMode, symbols are Dynamo's), optimizes the Trace with the
-builtin rule catalogue and lowers it. Guards the optimizer adds are evaluated on
-Dynamo's ShapeEnv, which makes them Dynamo guards (a call that violates one recompiles).
-
-Graphs that need gradients (grad enabled and an input that requires grad) go through
-AOTAutograd with satfuse as forward and backward compiler: each of the two graphs comes
-as its own trace. Graphs without grad keep their input mutations (an optimizer step,
-``x.add_(y)``) as write-backs.
+Dynamo captures the frame and :func:`satfuse_backend` converts the graph it traced: AOTAutograd
+traces it once, functionalized over capture's decomposition table, and satfuse compiles the aten
+graphs it hands over as they are (``engine/capture/graph.convert_aot_graph``: no second trace;
+symbols are Dynamo's): one inference graph, or a forward and a backward graph when gradients are
+needed. Only an inference graph that writes tensors (an optimizer step, ``x.add_(y)``, ``out=``)
+is traced by capture's own functionalization (``capture_dynamo_graph``), which applies eager's
+refusals and write semantics. Then the one pipeline (``Engine.compile``). Guards the optimizer
+adds are evaluated on Dynamo's ShapeEnv, which makes them Dynamo guards (a call that violates one
+recompiles); where no plan serves a graph, it runs eagerly, transactionally (``satfuse/eager.py``).
 
 Registration: ``import satfuse`` registers the name with Dynamo's registry when that is
 cheap (Dynamo already imported, or satfuse not installed with its entry point); otherwise
@@ -158,46 +157,58 @@ class _Backend:
         self.options = self.engine.options_for(options)
 
     def __call__(self, gm: Any, example_inputs: list) -> Callable:
+        """A graph that writes nothing (or needs gradients) is traced once, by AOTAutograd, over our
+        decompositions; satfuse compiles the graphs it hands over (one inference graph, or a forward
+        and a backward). An inference graph that writes (in place, ``out=``) is traced by capture's
+        own functionalization instead, which applies eager's refusals and write semantics."""
         import torch
+        from torch._dynamo.backends.common import aot_autograd
+        from torch._guards import detect_fake_mode
+
+        from satfuse.engine.capture import decomposition_table
+        from satfuse.engine.capture.graph import GuardMark
 
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
         vals = [n.meta.get("example_value", x) for n, x in zip(phs, example_inputs)]
         needs_grad = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in vals)
-        if needs_grad:
-            from torch._dynamo.backends.common import aot_autograd
+        if not needs_grad and _writes(gm):
+            return self.compile_graph(gm, example_inputs, "inference")
+        fake_mode = detect_fake_mode(example_inputs)
+        mark = GuardMark(fake_mode.shape_env if fake_mode is not None else None)  # before AOTAutograd traces
+        return aot_autograd(fw_compiler=self._boxed("forward", mark), bw_compiler=self._boxed("backward", mark),
+                            inference_compiler=self._boxed("inference", mark), decompositions=decomposition_table(),
+                            keep_inference_input_mutations=True)(gm, example_inputs)
 
-            from satfuse.engine.capture import decomposition_table
-            from satfuse.engine.capture.eager_checks import CHECKS
-
-            fw = self._boxed("forward")
-            bw = self._boxed("backward")
-            # ops whose eager checks capture restores (eager_checks.py, Builder.reads_index) stay whole
-            # in AOTAutograd's graphs: our own re-trace decomposes them and sees where indices come from
-            table = {op: f for op, f in decomposition_table().items()
-                     if getattr(op, "_overloadpacket", None) not in CHECKS}
-            return aot_autograd(fw_compiler=fw, bw_compiler=bw, decompositions=table)(gm, example_inputs)
-        return self.compile_graph(gm, example_inputs, "inference", meta_key="example_value")
-
-    def _boxed(self, kind: str) -> Callable:
+    def _boxed(self, kind: str, mark: Any) -> Callable:
         def compiler(gm: Any, example_inputs: list) -> Callable:
             from functorch.compile import make_boxed_func
 
-            return make_boxed_func(self.compile_graph(gm, example_inputs, kind, meta_key="val"))
+            return make_boxed_func(self.compile_graph(gm, example_inputs, kind, mark))
 
         return compiler
 
-    def compile_graph(self, gm: Any, example_inputs: list, kind: str, meta_key: str) -> Callable:
-        """One graph: converted (``capture_dynamo_graph``), then the pipeline (``Engine.compile``)."""
+    def compile_graph(self, gm: Any, example_inputs: list, kind: str, mark: Any = None) -> Callable:
+        """One graph: AOTAutograd's converted as it is (``convert_aot_graph``; ``mark`` taken before
+        AOTAutograd traced), or Dynamo's traced by capture (``capture_dynamo_graph``, no ``mark``);
+        then the pipeline (``Engine.compile``)."""
+        from torch.utils._python_dispatch import _disable_current_modes
+
         from satfuse.api import gc_paused
         from satfuse.eager import eager_graph
-        from satfuse.engine.capture.graph import capture_dynamo_graph
+        from satfuse.engine.capture.graph import capture_dynamo_graph, convert_aot_graph
         from satfuse.lowering import GuardError
         from satfuse.lowering.aliasing import of_trace, runs_eagerly, written_positions
 
         t0 = time.perf_counter()
-        with gc_paused():
+        # AOTAutograd calls its compilers under its FakeTensorMode: our stages make real (CPU and
+        # meta) tensors of their own, e.g. torch's promotion on one-element stand-ins
+        with gc_paused(), _disable_current_modes():
             try:
-                dg = capture_dynamo_graph(gm, example_inputs, meta_key, name=f"{kind}_graph")
+                if mark is None:
+                    dg = capture_dynamo_graph(gm, example_inputs, "example_value", name=f"{kind}_graph")
+                else:
+                    dg = convert_aot_graph(gm, example_inputs, name=f"{kind}_graph",
+                                           outputs_alias=kind != "backward", mark=mark)
             except Exception as e:  # noqa: BLE001 - torch raises many kinds
                 if type(e).__module__.startswith("torch._dynamo"):
                     raise  # Dynamo's own signals (restart with a float specialized, ...)
@@ -205,6 +216,8 @@ class _Backend:
                 # or satfuse has no plan for the graph: Dynamo's graph runs eagerly
                 _LOG.warning("satfuse backend: no plan for the %s graph (%s: %s); it runs eagerly", kind,
                              type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
+                return eager_graph(gm)
+            if dg is None:  # an output aliasing AOTAutograd rebuilds from symbolic views
                 return eager_graph(gm)
             trace = dg.graph.trace
             with dg.shape_env.suppress_guards() if dg.shape_env is not None else contextlib.nullcontext():
@@ -232,7 +245,8 @@ class _Backend:
 
         def run(*args: Any) -> Any:
             # Dynamo does not guard how inputs overlap: a call whose aliasing differs from the
-            # plan's fails its prologue before anything is written, and runs Dynamo's graph
+            # plan's fails its prologue before anything is written, and runs the graph eagerly
+            # (a functional graph from AOTAutograd gives the same values for any aliasing)
             try:
                 return tuple(plan(*args, *extra))
             except GuardError:
@@ -241,3 +255,18 @@ class _Backend:
         run.__doc__ = f"satfuse {kind} plan ({len(c.engine.trace.outputs)} outputs)"
         run.satfuse_plan = plan  # type: ignore[attr-defined]
         return run
+
+
+def _writes(gm: Any) -> bool:
+    """Whether a Dynamo graph writes a tensor: an in-place op or method (``add_``, ``torch.relu_``,
+    ``copy_``; Dynamo inlines ``inplace=True`` into them), item assignment or an ``out=``."""
+    import operator
+
+    for n in gm.graph.nodes:
+        if n.op not in ("call_function", "call_method"):
+            continue
+        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        if n.target is operator.setitem or "out" in n.kwargs or n.kwargs.get("inplace") is True or (
+                name.endswith("_") and not name.startswith("__")):
+            return True
+    return False

@@ -3,9 +3,11 @@
 Both reuse the fx -> Trace converter (``convert.py``); they differ from
 ``capture()`` in where the symbols come from:
 
-- :func:`capture_dynamo_graph` re-traces a Dynamo graph functionalized under Dynamo's own
-  fake mode, and :func:`trace_from_graph` converts the result under Dynamo's ShapeEnv, so the
-  trace's symbols stand for Dynamo's and every guard we evaluate on them becomes a Dynamo guard.
+- :func:`capture_dynamo_graph` re-traces a Dynamo graph that writes, functionalized by capture
+  under Dynamo's own fake mode (eager's refusals and write semantics, ``functional.py``);
+- :func:`convert_aot_graph` converts the functional aten graph AOTAutograd traced from Dynamo's
+  (no second trace) with :func:`trace_from_graph` under Dynamo's ShapeEnv, so the trace's
+  symbols stand for Dynamo's and every guard we evaluate on them becomes a Dynamo guard.
 - :func:`capture_symbolic` is ``capture`` with every argument dynamic by default and float
   arguments symbolic (see ``capture``'s docstring for the range guards and the floats).
 """
@@ -21,7 +23,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import Namespace, Trace
 from .convert import CaptureError, Converter
-from .functional import TRACING, trace_functional
+from .functional import TRACING, AliasInfo, trace_functional
 from .symbols import layout_only
 from .trace import Captured, capture, decomposition_table
 
@@ -84,8 +86,8 @@ def capture_symbolic(fn: Callable, *example_inputs: Any, dynamic: bool | Sequenc
 
 @dataclass
 class DynamoGraph:
-    """A Dynamo graph captured: the trace, the real tensors passed for lifted constants, the
-    ShapeEnv that owns the symbols, and the layout-only guards the re-trace took back."""
+    """A graph AOTAutograd traced, converted: the trace, the real tensors passed for lifted
+    constants, the ShapeEnv that owns the symbols, and the layout-only guards conversion took back."""
 
     graph: GraphTrace
     consts: list[Any]
@@ -111,10 +113,54 @@ class DynamoGraph:
         return added
 
 
+def convert_aot_graph(gm: torch.fx.GraphModule, example_inputs: list, name: str = "computation",
+                      outputs_alias: bool = True, mark: "GuardMark | None" = None) -> DynamoGraph | None:
+    """Convert a graph AOTAutograd handed to a compiler as it is: it is already a functional aten
+    graph over our decomposition table (input mutations of an inference graph are its final
+    ``copy_``s, SymFloat math is tensorified), traced under Dynamo's fake mode, so its symbols are
+    Dynamo's and nothing is traced again. Placeholders are read as their fake ``meta['val']``.
+
+    ``outputs_alias`` (inference and forward graphs): AOTAutograd rebuilds an output that aliases
+    an input from the tensor the compiled graph returns (its size, stride and offset), so such
+    outputs must be views of the input here too (:func:`_aot_output_aliases`). None when the
+    graph returns an alias this trace cannot express: the caller runs AOTAutograd's graph.
+
+    ``mark``: a :class:`GuardMark` taken before AOTAutograd traced Dynamo's graph; the guards that
+    only decided strides since then are taken back (default: those the conversion adds)."""
+    import time
+
+    from torch._guards import detect_fake_mode
+
+    t0 = time.perf_counter()
+    gm, consts = _lift_get_attrs(gm)
+    phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    n_graph = len(phs) - len(consts)
+    fake_args = [n.meta.get("val", x) for n, x in zip(phs[:n_graph], example_inputs)]
+    fake_mode = detect_fake_mode(fake_args)
+    for c in consts:
+        if fake_mode is None:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            fake_mode = FakeTensorMode(shape_env=ShapeEnv())
+        fake_args.append(fake_mode.from_tensor(c, static_shapes=True))
+    shape_env = fake_mode.shape_env if fake_mode is not None else None
+    aliases = _aot_output_aliases(gm, len(phs)) if outputs_alias else []
+    if aliases is None:
+        return None
+    mark = mark if mark is not None else GuardMark(shape_env)
+    with TRACING:
+        gt = trace_from_graph(gm, fake_args, shape_env, names=[_clean(n.name) for n in phs], name=name,
+                              aliases=aliases)
+    dropped = mark.drop_layout_only()
+    return DynamoGraph(gt, consts, shape_env, dropped, {"convert": time.perf_counter() - t0}, fake_args)
+
+
 def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_key: str,
                          name: str = "computation") -> DynamoGraph:
-    """Re-trace a Dynamo (or AOTAutograd) graph functionalized, on the placeholders' own fake
-    values (``meta[meta_key]``, never the real tensors), and convert it."""
+    """Re-trace a Dynamo graph functionalized, on the placeholders' own fake values
+    (``meta[meta_key]``, never the real tensors), and convert it: the backend's path for graphs
+    that write (in place, ``out=``, through views), where capture's own functionalization applies
+    eager's refusals and write semantics (``functional.py``) that AOTAutograd's trace does not."""
     import time
 
     from torch._guards import detect_fake_mode
@@ -147,7 +193,7 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
                 v.item_memo = memo
         fake_args.append(v)
     shape_env = fake_mode.shape_env
-    mark = _GuardMark(shape_env)
+    mark = GuardMark(shape_env)
 
     def flat_fn(*args: Any) -> list[Any]:
         out = gm(*args)
@@ -176,6 +222,49 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
     gt = trace_from_graph(agm, fake_args, shape_env, names=names, name=name, aliases=fg.output_aliases)
     timings["convert"] = time.perf_counter() - t1
     return DynamoGraph(gt, [*consts, *literals], shape_env, dropped, timings, fake_args)
+
+
+def _aot_output_aliases(gm: torch.fx.GraphModule, n_inputs: int) -> list[AliasInfo | None] | None:
+    """Eager's aliasing of the graph's outputs, from the metadata AOTAutograd collected for the graph
+    it is compiling (``TracingContext.fw_metadata``): its outputs are (effect tokens, new values
+    of inputs it mutates outside the graph, the user's outputs, ...); a user output that is an
+    input or a view of one is that view here. An output aliasing an intermediate is rebuilt by
+    AOTAutograd by replaying its views on a base the graph also returns, which needs static view
+    arguments: with symbolic ones (or unknown metadata shapes) there is no plan (None)."""
+    from torch._functorch._aot_autograd.schemas import OutputType
+    from torch._guards import TracingContext
+
+    ctx = TracingContext.try_get()
+    meta = ctx.fw_metadata if ctx is not None else None
+    outs = list(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+    aliases: list[AliasInfo | None] = [None] * len(outs)
+    first: dict[Any, int] = {}
+    for k, o in enumerate(outs):
+        if isinstance(o, torch.fx.Node):
+            if o in first:
+                aliases[k] = AliasInfo("output", first[o])
+            else:
+                first[o] = k
+    if meta is None:
+        return aliases
+    n_tok = len(meta.tokens)
+    if len(meta.input_info) + n_tok > n_inputs:
+        return None
+    start = n_tok + meta.num_mutated_inp_runtime_indices
+    for j, info in enumerate(meta.output_info):
+        k = start + j
+        if info.output_type in (OutputType.alias_of_input, OutputType.is_input):
+            val = outs[k].meta.get("val") if k < len(outs) and isinstance(outs[k], torch.fx.Node) else None
+            if info.base_idx is None or not isinstance(val, torch.Tensor):
+                return None
+            aliases[k] = AliasInfo("input", n_tok + info.base_idx, tuple(val.size()), tuple(val.stride()),
+                                   val.storage_offset())
+        elif info.output_type in (OutputType.alias_of_intermediate, OutputType.alias_of_intermediate_save_as_output,
+                                  OutputType.alias_of_intermediate_base_is_user_output):
+            seq = info.view_meta_sequence
+            if seq is None or any(vm.has_symbolic_inputs for vm in seq.sequence):
+                return None
+    return aliases
 
 
 def _lift_get_attrs(gm: Any) -> tuple[Any, list[Any]]:
@@ -215,9 +304,9 @@ def _lift_get_attrs(gm: Any) -> tuple[Any, list[Any]]:
     return gm, consts
 
 
-class _GuardMark:
-    """Guards our re-trace adds to Dynamo's ShapeEnv become Dynamo guards. Those that only
-    decide fake-tensor strides (``is_contiguous`` of a slice: ``dim0 != 1``) would make
+class GuardMark:
+    """Guards added to Dynamo's ShapeEnv while AOTAutograd traces and we convert become Dynamo
+    guards. Those that only decide fake-tensor strides (``is_contiguous`` of a slice: ``dim0 != 1``) would make
     Dynamo recompile for no reason (our plans do not depend on strides, as in ``capture``):
     they are taken back, unless they are equalities (which may have specialized a symbol)
     or narrowed a symbol's value range (which later decisions may have relied on)."""
