@@ -438,6 +438,8 @@ class Gen:
             pads = [r.choice([-1, 0, 1, 2]) for _ in range(2 * r.randint(1, min(2, t.dim())))]
             mode = r.choice(["constant"] * 4 + ["reflect", "replicate", "circular"])
             val = f", value={self.scalar(t)}" if mode == "constant" and r.random() < 0.7 else ""
+            if mode == "circular":  # eager's circular pad with a negative pad reads uninitialized memory
+                pads = [max(p, 0) for p in pads]
             return f"{v} = F.pad({x}, {tuple(pads)}, mode={mode!r}{val})", (v,)
         if k in ("index", "scatter"):
             return self._index(k, x, t, v)

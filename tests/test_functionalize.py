@@ -2,6 +2,7 @@
 self-overlap eager refuses, differential against eager (values, dtype, shape, every input's
 final value, eager's exception type) for ``optimize``, ``jit`` and ``torch.compile``."""
 
+import re
 import threading
 
 import pytest
@@ -488,3 +489,27 @@ def test_returned_view_of_a_written_strided_input_has_eagers_geometry(fn):
     _same(got, want)
     assert torch.equal(got_base, want_base)
     assert [(o.stride(), o.storage_offset()) for o in got] == [(o.stride(), o.storage_offset()) for o in want]
+
+
+def _out_is_an_operand_of_another_shape(a, c):
+    t0 = c.sum(0, keepdim=True)
+    t2 = a.sum(-2, keepdim=True)
+    torch.mul(t2, t0, out=t2)
+    return t0, t2
+
+
+def _dead_var_of_ints(a):
+    torch.full((a.numel(), 2), 3).var()
+    return a * 2
+
+
+@pytest.mark.parametrize(("fn", "args"), [
+    (_out_is_an_operand_of_another_shape, (torch.zeros(1, 0, dtype=torch.float16), torch.zeros(0, 2, 0, dtype=torch.int32))),
+    (_dead_var_of_ints, (torch.ones(2),))])
+def test_eagers_value_independent_refusals_are_raised(fn, args):
+    """``out=`` an operand whose shape is not the broadcast shape (eager resizes other outputs, not
+    an operand), var of an integer tensor (even unused): eager's RuntimeError at build time."""
+    with pytest.raises(RuntimeError) as eager:
+        fn(*_clone(args))
+    with pytest.raises(type(eager.value), match=re.escape(str(eager.value).split(",")[0][:30])):
+        satfuse.optimize(fn, *args)

@@ -253,7 +253,8 @@ class _OverlapCheck(TorchDispatchMode):
                 (written if a.alias_info is not None and a.alias_info.is_write else read).extend(ts)
             verdict = _probe_overlap(func, args, kwargs, written, read)
             if verdict:
-                raise SelfOverlapError(f"{func}: {verdict}")
+                cls = SelfOverlapError if _OVERLAP_MESSAGE in verdict else EagerError
+                raise cls(f"{func}: {verdict}")
             if verdict == "" and not _elementwise(func) and any(
                     _same_storage(w, r) and _numel([int(n) for n in r.size()]) > 1 for w in written for r in read):
                 raise OrderDependentWriteError(
@@ -286,6 +287,8 @@ class _OverlapCheck(TorchDispatchMode):
 
 #: eager's memory-overlap refusals (ATen's MemoryOverlap.cpp), as its messages word them
 _OVERLAP_MESSAGE = "single memory location"
+#: eager's refusal to resize an output that is also an operand (``torch.mul(t, u, out=t)``)
+_IN_PLACE_SHAPE_MESSAGE = "doesn't match the broadcast shape"
 #: the most bytes an overlap probe allocates (beyond it, the geometric checks below decide)
 _PROBE_BYTES = 1 << 24
 
@@ -298,7 +301,8 @@ def _probe_overlap(func: Any, args: tuple, kwargs: dict, written: list[torch.Ten
     which overlap is the kernel's business (``fill_`` and ``masked_fill_`` accept an expanded
     target, ``add_`` does not; ``scatter_`` and ``index_copy_`` refuse a source that *is* the
     target, ``mul_`` accepts it; ``copy_`` of a tensor onto its own memory is a no-op), so it is
-    asked, not modelled. Returns eager's message when it refuses, "" when it accepts, None when
+    asked, not modelled; so is its refusal to resize an ``out=`` tensor that is also an operand.
+    Returns eager's message when it refuses, "" when it accepts, None when
     no memory is shared or the probe cannot say (random ops, symbolic scalars, too large, another
     error): then the geometric checks decide."""
     from torch.utils._python_dispatch import _disable_current_modes
@@ -311,8 +315,9 @@ def _probe_overlap(func: Any, args: tuple, kwargs: dict, written: list[torch.Ten
     if any(isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
         return None
     groups: dict[int, list[tuple[int, torch.Tensor]]] = {}
+    first: dict[int, int] = {}  # one real tensor per tensor object (``out=t`` with ``t`` an operand)
     for i, x in enumerate(leaves):
-        if isinstance(x, torch.Tensor):
+        if isinstance(x, torch.Tensor) and first.setdefault(id(x), i) == i:
             groups.setdefault(_storage_id(x), []).append((i, x))
     real = list(leaves)
     total = 0
@@ -330,6 +335,9 @@ def _probe_overlap(func: Any, args: tuple, kwargs: dict, written: list[torch.Ten
                     real[i] = torch.empty(0, dtype=t.dtype).set_(buf, o, sz, sd)
     except Exception:  # noqa: BLE001 - a geometry that is not concrete, a tensor without storage
         return None
+    for i, x in enumerate(leaves):
+        if isinstance(x, torch.Tensor):
+            real[i] = real[first[id(x)]]
     with _disable_current_modes(), torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         p_args, p_kwargs = pytree.tree_unflatten(real, spec)
@@ -337,7 +345,7 @@ def _probe_overlap(func: Any, args: tuple, kwargs: dict, written: list[torch.Ten
             func(*p_args, **p_kwargs)
         except Exception as e:  # noqa: BLE001 - only eager's overlap refusal is a verdict
             msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-            return msg if _OVERLAP_MESSAGE in msg else None
+            return msg if _OVERLAP_MESSAGE in msg or _IN_PLACE_SHAPE_MESSAGE in msg else None
     return ""
 
 
