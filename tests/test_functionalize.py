@@ -513,3 +513,16 @@ def test_eagers_value_independent_refusals_are_raised(fn, args):
         fn(*_clone(args))
     with pytest.raises(type(eager.value), match=re.escape(str(eager.value).split(",")[0][:30])):
         satfuse.optimize(fn, *args)
+
+
+def test_copy_of_a_tensor_onto_its_own_memory_is_nothing():
+    """``a.reshape(-1).copy_(a)`` on an expanded ``a``: eager's copy_ returns early (same memory,
+    geometry and dtype), so neither a self-overlap error nor a write-back happens."""
+
+    def f(a):
+        a.reshape(-1).copy_(a)
+        return a * 2
+
+    a = torch.tensor([1.5]).expand(3)
+    got = satfuse.optimize(f, a)(a)
+    assert torch.equal(got, f(a)) and torch.equal(a, torch.full((3,), 1.5))

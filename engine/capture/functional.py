@@ -110,7 +110,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
     check = _OverlapCheck()
 
     def checked(*args: Any) -> list[Any]:
-        with check, UnfoldAsViews():
+        with check, EagerRewrites():
             out = flat_fn(*args)
         box.append((args, out))
         return out
@@ -207,7 +207,7 @@ def _functionalized(flat_fn: Callable) -> Callable:
     def run(*args: Any) -> list[Any]:
         with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
             f_args = [to_fun(a) for a in args]
-            with UnfoldAsViews():
+            with EagerRewrites():
                 outs = flat_fn(*f_args)
         for before, after in zip(args, f_args):
             if isinstance(before, torch.Tensor) and has_data_mutation(after):
@@ -385,12 +385,17 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return _storage_id(a) == _storage_id(b)
 
 
-class UnfoldAsViews(TorchDispatchMode):
-    """``x.unfold(d, size, step)`` with ``size <= step`` traced as the slice/view/permute it is
-    (``narrow(d, 0, n * step).unflatten(d, (n, step)).narrow(d + 1, 0, size).movedim(d + 1, -1)``,
-    the same sizes, strides and offset). Functionalization's own inverse of ``unfold`` is
-    ``unfold_backward``, which zeroes every element no window covers: a write through
-    ``t.unfold(0, 2, 3)`` would zero the gaps. Slices and views have exact scatter inverses."""
+class EagerRewrites(TorchDispatchMode):
+    """Ops whose functionalized form would mean something else than eager's, traced as what eager
+    does (sits above functionalization in both passes):
+
+    - ``x.unfold(d, size, step)`` with ``size <= step`` is the slice/view/permute it is
+      (``narrow(d, 0, n * step).unflatten(d, (n, step)).narrow(d + 1, 0, size).movedim(d + 1, -1)``,
+      the same sizes, strides and offset). Functionalization's own inverse of ``unfold`` is
+      ``unfold_backward``, which zeroes every element no window covers: a write through
+      ``t.unfold(0, 2, 3)`` would zero the gaps. Slices and views have exact scatter inverses.
+    - ``dst.copy_(src)`` where ``src`` is ``dst``'s own memory at the same geometry and dtype is
+      nothing (eager's ``copy_`` returns early), even where ``dst`` holds an element twice."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -405,6 +410,8 @@ class UnfoldAsViews(TorchDispatchMode):
             out = func(*args, **kwargs)
             self.gapped[id(out)] = out
             return out
+        if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
+            return args[0]
         if func._schema.is_mutable and torch.Tag.inplace_view not in func.tags:
             for a, v in zip(func._schema.arguments, args):
                 if a.alias_info is not None and a.alias_info.is_write and id(v) in self.gapped:
@@ -414,6 +421,16 @@ class UnfoldAsViews(TorchDispatchMode):
                         "what no window covers, so no plan follows eager's loop order: clone() the windows, or use "
                         "slices")
         return func(*args, **kwargs)
+
+
+def _same_memory(dst: Any, src: Any) -> bool:
+    """``src`` is ``dst``'s memory: same storage, dtype, sizes, strides and offset (concrete)."""
+    if not (isinstance(dst, torch.Tensor) and isinstance(src, torch.Tensor)) or dst.dtype != src.dtype:
+        return False
+    if dst is src:
+        return True
+    geo = [(_concrete(t.size()), _concrete(t.stride()), _concrete([t.storage_offset()])) for t in (dst, src)]
+    return None not in geo[0] and geo[0] == geo[1] and _same_storage(dst, src)
 
 
 def _unfold_views(x: torch.Tensor, dim: int, size: int, step: int) -> torch.Tensor | None:
@@ -438,9 +455,11 @@ def _holds_an_element_twice(t: torch.Tensor) -> bool:
     windows, ``as_strided`` with small strides). Functionalization's inverse of such a view sums
     (``expand``'s ``sum_to_size``, ``unfold_backward``): a write through it has no functional
     meaning. Exact for concrete geometry up to 2**20 elements, else only stride 0 counts."""
+    size, stride = _concrete(t.size()), _concrete(t.stride())
+    if size is not None and _numel(size) == 0:  # an empty write writes nothing
+        return False
     if _internal_overlap(t):
         return True
-    size, stride = _concrete(t.size()), _concrete(t.stride())
     if size is None or stride is None:  # symbolic (never specialized here): stride 0 was checked
         return False
     dims = sorted((i for i in range(len(size)) if size[i] > 1), key=lambda i: abs(stride[i]))
