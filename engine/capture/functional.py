@@ -168,12 +168,23 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     """``flat_fn`` run as eager runs it, on the fake inputs themselves (writes change no fake data;
     metadata changes of inputs were refused before): its outputs carry eager's sizes, strides,
     offsets and storage sharing. None where it raises (then the functional geometry stands)."""
-    try:
-        with enable_python_dispatcher(), warnings.catch_warnings():
+    import contextlib
+
+    from torch._guards import detect_fake_mode
+
+    mode = detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)])
+    env = getattr(mode, "shape_env", None)
+    n_guards = len(env.guards) if env is not None else 0
+    try:  # a look only: whatever this run decides about symbols is not a guard of the plan
+        with enable_python_dispatcher(), warnings.catch_warnings(), (
+                env.suppress_guards() if env is not None else contextlib.nullcontext()):
             warnings.simplefilter("ignore")
             return list(flat_fn(*fakes))
     except Exception:  # noqa: BLE001 - e.g. a leaf that requires grad written in place
         return None
+    finally:
+        if env is not None:
+            del env.guards[n_guards:]
 
 
 def _shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None:
