@@ -209,7 +209,7 @@ class Plan:
     lower_seconds: float
     _fn: Callable = None  # type: ignore[assignment]
     _fusions: dict[str, _Fusion] = None  # type: ignore[assignment]
-    #: outputs eager returns as views of an input that this plan returns as its own tensors (the
+    #: outputs eager returns as views of an input or of one buffer that this plan returns as its own tensors (the
     #: view's geometry is symbolic): a caller that needs them as views specialises (``jit``)
     unserved_views: list[int] = None  # type: ignore[assignment]
 
@@ -487,7 +487,7 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     - ``OutputAlias("input", i)``: input ``i`` itself when the plan's value lives in it with the
       same shape (``x.add_(1); return x``); ``x.as_strided`` at eager's geometry where the input's
       layout at capture is known (``layouts``: guarded by the prologue); otherwise the plan's value,
-      and ``k`` goes to ``unserved``."""
+      and ``k`` goes to ``unserved`` (as do ``OutputAlias("shared")`` outputs of symbolic geometry)."""
     aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
     al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
     inputs = set(in_names)
@@ -510,7 +510,11 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
         elif a.kind == "output":
             rets[k] = name = rets[a.index]
         elif a.kind == "shared":
-            if a.index == k:
+            group = [aliases[j] for j in range(len(aliases))
+                     if aliases[j] is not None and aliases[j].kind == "shared" and aliases[j].index == a.index]
+            if not all(_concrete(b) for b in group):
+                unserved.append(k)  # a buffer of symbolic geometry: the plan returns separate tensors
+            elif a.index == k:
                 lines += _shared_buffer(k, aliases, trace.outputs, rets, taken)
             name = rets[k]
         elif a.kind == "input":

@@ -228,9 +228,10 @@ class _Backend:
                 return eager_graph(gm)  # Dynamo's own graph runs eagerly where no plan may
             c = self.engine.compile(trace, options=self.options, hints=dg.graph.hints, aliasing=aliasing,
                                     example_values=dg.fake_args, timings=dg.timings)
-            if c.lowered.unserved_views:
-                # eager returns views of inputs whose geometry is symbolic: a plan could return
-                # only copies, so Dynamo's graph (which returns the views) runs eagerly
+            if c.lowered.unserved_views and kind == "inference":
+                # eager returns views (of inputs, or of one tensor) whose geometry is symbolic: a plan
+                # could return only copies, so Dynamo's graph (which returns the views) runs eagerly;
+                # AOTAutograd's forward and backward graphs' outputs are its own (it rebuilds aliases)
                 _LOG.warning("satfuse backend: the %s graph returns views of inputs with symbolic geometry; "
                              "it runs eagerly", kind)
                 return eager_graph(gm)

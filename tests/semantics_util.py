@@ -66,3 +66,15 @@ def check_jit(fn: Callable, *argsets: tuple, exact: bool = True) -> Any:
 def check_compile(fn: Callable, *args: Any) -> None:
     torch._dynamo.reset()
     assert_like_eager(fn, torch.compile(fn, backend="satfuse", fullgraph=True), *args)
+
+
+def views_of_one(b: torch.Tensor) -> tuple:
+    """Three outputs that are views of one intermediate in eager."""
+    t = b * 2
+    return t, t[1:], t.t()
+
+
+def assert_views_of_one(got: tuple, want: tuple) -> None:
+    base = got[0].untyped_storage().data_ptr()
+    for g, w in zip(got, want):
+        assert g.untyped_storage().data_ptr() == base and g.stride() == w.stride() and torch.equal(g, w)

@@ -332,3 +332,13 @@ def test_returned_views_of_inputs_stay_views():
         for o, w in zip(got[:2], want[:2]):
             assert o.data_ptr() == w.data_ptr() and o.stride() == w.stride() and torch.equal(o, w)
         assert got[2].data_ptr() != x.data_ptr() and torch.equal(got[2], want[2])
+
+
+def test_outputs_viewing_one_intermediate_share_it():
+    """Also after Dynamo's recompile with dynamic sizes (that graph runs eagerly)."""
+    from semantics_util import assert_views_of_one, views_of_one
+
+    g = torch.compile(views_of_one, backend="satfuse")
+    for n in (3, 4, 5):
+        x = torch.randn(n, n)
+        assert_views_of_one(g(x), views_of_one(x))

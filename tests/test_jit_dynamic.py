@@ -9,7 +9,7 @@ import logging
 import pytest
 import torch
 import torch.nn.functional as F
-from semantics_util import check_jit
+from semantics_util import assert_views_of_one, check_jit, views_of_one
 
 
 def _steps(x):
@@ -161,3 +161,12 @@ def test_returned_views_of_inputs_stay_views():
             assert g.data_ptr() == w.data_ptr() and g.stride() == w.stride() and torch.equal(g, w)
         assert got[3].data_ptr() != x.data_ptr() and torch.equal(got[3], want[3])
     assert j.stats()["compiles"] == 3  # one plan per layout; the last call hits the first
+
+
+def test_outputs_viewing_one_intermediate_share_it():
+    """Outputs eager returns as views of one intermediate share one buffer at eager's geometry;
+    with symbolic sizes the plan cannot lay it out, so such calls get static plans."""
+    j = satfuse_jit(views_of_one)
+    for n in (3, 4, 5):
+        x = torch.randn(n, n)
+        assert_views_of_one(j(x), views_of_one(x))

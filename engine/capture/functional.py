@@ -192,8 +192,8 @@ def _shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> Non
     of an unreturned ``t``) share memory in eager: each gets ``AliasInfo("shared", first member,
     geometry)`` so the plan returns them as views of one buffer. Read from the functional
     tensors' storage (AOTAutograd's metadata calls an alias of an intermediate ``non_alias`` when
-    nothing requires grad). Only for concrete geometry and one dtype per group (otherwise the
-    outputs stay fresh tensors)."""
+    nothing requires grad). One dtype per group (otherwise the outputs stay fresh tensors); symbolic
+    geometry is recorded too (``Plan.unserved_views``: jit specialises, the backend runs eagerly)."""
     groups: dict[int, list[int]] = {}
     for k, o in enumerate(outs):
         if isinstance(o, torch.Tensor) and aliases[k] is None:
@@ -202,12 +202,12 @@ def _shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> Non
         if len(members) < 2 or len(
                 {outs[k].dtype for k in members}) != 1:
             continue
-        geo = [(_concrete(outs[k].size()), _concrete(outs[k].stride()), _concrete([outs[k].storage_offset()]))
-               for k in members]
-        if any(g is None for gs in geo for g in gs):
-            continue
-        for k, (size, stride, off) in zip(members, geo):
-            aliases[k] = AliasInfo("shared", members[0], tuple(size), tuple(stride), off[0])
+        for k in members:  # symbolic geometry is kept as it is: a plan that cannot rebuild it says so
+            o = outs[k]
+            size, stride, off = _concrete(o.size()), _concrete(o.stride()), _concrete([o.storage_offset()])
+            aliases[k] = AliasInfo("shared", members[0], tuple(o.size() if size is None else size),
+                                   tuple(o.stride() if stride is None else stride),
+                                   o.storage_offset() if off is None else off[0])
 
 
 def _functionalized(flat_fn: Callable) -> Callable:
