@@ -166,12 +166,12 @@ class _Backend:
         from torch._guards import detect_fake_mode
 
         from satfuse.engine.capture import decomposition_table
-        from satfuse.engine.capture.graph import GuardMark
+        from satfuse.engine.capture.graph import GuardMark, writes_tensors
 
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
         vals = [n.meta.get("example_value", x) for n, x in zip(phs, example_inputs)]
         needs_grad = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in vals)
-        if not needs_grad and _writes(gm):
+        if not needs_grad and writes_tensors(gm):
             return self.compile_graph(gm, example_inputs, "inference")
         fake_mode = detect_fake_mode(example_inputs)
         mark = GuardMark(fake_mode.shape_env if fake_mode is not None else None)  # before AOTAutograd traces
@@ -256,18 +256,3 @@ class _Backend:
         run.__doc__ = f"satfuse {kind} plan ({len(c.engine.trace.outputs)} outputs)"
         run.satfuse_plan = plan  # type: ignore[attr-defined]
         return run
-
-
-def _writes(gm: Any) -> bool:
-    """Whether a Dynamo graph writes a tensor: an in-place op or method (``add_``, ``torch.relu_``,
-    ``copy_``; Dynamo inlines ``inplace=True`` into them), item assignment or an ``out=``."""
-    import operator
-
-    for n in gm.graph.nodes:
-        if n.op not in ("call_function", "call_method"):
-            continue
-        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
-        if n.target is operator.setitem or "out" in n.kwargs or n.kwargs.get("inplace") is True or (
-                name.endswith("_") and not name.startswith("__")):
-            return True
-    return False

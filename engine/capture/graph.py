@@ -224,6 +224,21 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
     return DynamoGraph(gt, [*consts, *literals], shape_env, dropped, timings, fake_args)
 
 
+def writes_tensors(gm: torch.fx.GraphModule) -> bool:
+    """Whether a Dynamo graph writes a tensor: an in-place op or method (``add_``, ``torch.relu_``,
+    ``copy_``; Dynamo inlines ``inplace=True`` into them), item assignment or an ``out=``."""
+    import operator
+
+    for n in gm.graph.nodes:
+        if n.op not in ("call_function", "call_method"):
+            continue
+        name = n.target if isinstance(n.target, str) else getattr(n.target, "__name__", "")
+        if n.target is operator.setitem or "out" in n.kwargs or n.kwargs.get("inplace") is True or (
+                name.endswith("_") and not name.startswith("__")):
+            return True
+    return False
+
+
 def _aot_output_aliases(gm: torch.fx.GraphModule, n_inputs: int) -> list[AliasInfo | None] | None:
     """Eager's aliasing of the graph's outputs, from the metadata AOTAutograd collected for the graph
     it is compiling (``TracingContext.fw_metadata``): its outputs are (effect tokens, new values
