@@ -44,7 +44,7 @@ from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
 from .kernels import predict
 from .obligations import obligation_checks, obligation_flags
-from .segments import TORCH_VIEW, Fallback, Segment, live_nodes, may_alias_nodes, partition
+from .segments import TORCH_VIEW, VIEW_OPS, Fallback, Segment, live_nodes, may_alias_nodes, partition
 from .writeback import Clone, WriteCopy, plan_writebacks, step_nodes
 
 EXECUTORS = ("auto", "reference", "nvfuser")
@@ -494,13 +494,23 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     clones = {s.name for s in steps if isinstance(s, Clone)}  # fresh tensors the plan made
     lines: list[str] = []
     seen: set[str] = set()
+    prod = trace.producers()
+
+    def root(v: Var) -> Var:  # the value a chain of views starts from
+        while v in prod and prod[v].op in VIEW_OPS and prod[v].args and isinstance(prod[v].args[0], Var):
+            v = prod[v].args[0]
+        return v
+
+    roots: set[int] = set()
     for k, o in enumerate(trace.outputs):
         if not isinstance(o, Var):
             continue
         a = aliases[k] if k < len(aliases) else None
         name = rets[k]
+        shares_output = id(root(o)) in roots  # a view of another output's value (where(c, t, t) as t.T)
+        roots.add(id(root(o)))
         if a is None:
-            if name in inputs or name in seen or (al.get(id(o)) and name not in clones):
+            if name in inputs or name in seen or shares_output or (al.get(id(o)) and name not in clones):
                 fresh = name + "_out"
                 while fresh in taken:
                     fresh += "_"
@@ -560,7 +570,9 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
         a, view = aliases[k], f"{buf}_{k}"
         taken.add(view)
         lines.append(f"{view} = {buf}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset - low})")
-        lines.append(f"{view}.copy_({rets[k]})")
+        # an expanded member holds one element per stride-0 line: its value is written once
+        one = "".join(f".narrow({d}, 0, 1)" for d, (n, st) in enumerate(zip(a.size, a.stride)) if st == 0 and n > 1)
+        lines.append(f"{view}{one}.copy_({rets[k]}{one})")
         rets[k] = view
     return lines
 

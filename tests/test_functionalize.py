@@ -2,6 +2,7 @@
 self-overlap eager refuses, differential against eager (values, dtype, shape, every input's
 final value, eager's exception type) for ``optimize``, ``jit`` and ``torch.compile``."""
 
+import math
 import re
 import threading
 
@@ -526,3 +527,49 @@ def test_copy_of_a_tensor_onto_its_own_memory_is_nothing():
     a = torch.tensor([1.5]).expand(3)
     got = satfuse.optimize(f, a)(a)
     assert torch.equal(got, f(a)) and torch.equal(a, torch.full((3,), 1.5))
+
+
+def _expanded_view_of_a_returned_value(b):
+    t2 = b.amax(1, keepdim=True)
+    return t2.expand(4, 3), t2, t2
+
+
+def _reshape_of_a_written_strided_input(a):
+    a.clamp_(1.5, 0.5)
+    return a.unsqueeze(-3).reshape(-1)
+
+
+def _simplified_to_a_view_of_another_output(a):
+    t3 = torch.where(a > 0, a, -math.inf)
+    t4 = t3.transpose(0, -1)
+    return t3, torch.where(t4 > 0, t4, t4)
+
+
+@pytest.mark.parametrize(("fn", "make"), [
+    (_expanded_view_of_a_returned_value, lambda: torch.randn(1, 1)),
+    (_reshape_of_a_written_strided_input, lambda: torch.randn(4, 2, dtype=torch.float64)[::2]),
+    (_simplified_to_a_view_of_another_output, lambda: torch.randn(2, 2))])
+def test_output_sharing_follows_eager_in_the_fuzzers_cases(fn, make):
+    """An expanded view shares the buffer of the value it expands; a reshape of a strided input
+    written in place is a copy in eager (a view of the written value in functional form); a
+    rewrite that turns an output into a view of another output does not make them share."""
+
+    def ptrs(outs, ins):
+        p = [o.untyped_storage().data_ptr() for o in outs]
+        return [[p[i] == p[j] for j in range(len(p))] for i in range(len(p))], [
+            [q == x.untyped_storage().data_ptr() for x in ins] for q in p]
+
+    x = make()
+    want_in, got_in = [x.clone() if x.is_contiguous() else x], None
+    base = x._base if x._base is not None else None
+    if base is not None:
+        b1, b2 = base.clone(), base.clone()
+        want_in, got_in = [b1[::2]], [b2[::2]]
+        plan = satfuse.optimize(fn, base.clone()[::2])
+    else:
+        got_in = [x.clone()]
+        plan = satfuse.optimize(fn, x.clone())
+    want = fn(*want_in)
+    got = plan(*got_in)
+    _same(got, want)
+    assert ptrs(got, got_in) == ptrs(want, want_in)

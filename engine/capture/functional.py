@@ -154,7 +154,9 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         if eager_outs is not None and len(eager_outs) == len(outs):
             for k, (a, e) in enumerate(zip(aliases, eager_outs)):
                 if a is not None and a.kind == "input" and isinstance(e, torch.Tensor):
-                    aliases[k] = AliasInfo("input", a.index, tuple(e.size()), tuple(e.stride()), e.storage_offset())
+                    # a reshape of a strided input is a copy in eager, a view of the written value here
+                    aliases[k] = AliasInfo("input", a.index, tuple(e.size()), tuple(e.stride()), e.storage_offset()
+                                           ) if _same_storage(e, fakes[a.index]) else None
             outs = eager_outs
     _shared_outputs(outs, aliases)
     mutated = [i for i, info in enumerate(meta.input_info) if info.mutates_data]
@@ -202,6 +204,10 @@ def _shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> Non
         if len(members) < 2 or len(
                 {outs[k].dtype for k in members}) != 1:
             continue
+        if any(_overlapping([1 if st == 0 else n for n, st in zip(size, stride)], stride)
+               for size, stride in ((_concrete(outs[k].size()), _concrete(outs[k].stride())) for k in members)
+               if size is not None and stride is not None):
+            continue  # the plan writes each member's value once, through its stride-0 dims narrowed to one
         for k in members:  # symbolic geometry is kept as it is: a plan that cannot rebuild it says so
             o = outs[k]
             size, stride, off = _concrete(o.size()), _concrete(o.stride()), _concrete([o.storage_offset()])
@@ -473,6 +479,11 @@ def _holds_an_element_twice(t: torch.Tensor) -> bool:
         return True
     if size is None or stride is None:  # symbolic (never specialized here): stride 0 was checked
         return False
+    return _overlapping(size, stride)
+
+
+def _overlapping(size: list[int], stride: list[int]) -> bool:
+    """Two positions of this concrete geometry are one memory element (see above)."""
     dims = sorted((i for i in range(len(size)) if size[i] > 1), key=lambda i: abs(stride[i]))
     reach = 0
     for i in dims:
