@@ -114,7 +114,7 @@ def with_eager_checks(table: dict) -> dict:
 # ---------------------------------------------------------------- the real kernel's value-independent refusals
 
 #: what a real kernel raises for the dtypes or Scalar arguments alone, never for tensor values
-_KERNEL_REFUSAL = re.compile(r"not implemented for|only support floating point|not supported for complex|support complex|bool tensors? is not supported|"
+_KERNEL_REFUSAL = re.compile(r"not implemented for|only support floating point|Boolean inputs not supported|not supported for complex|support complex|bool tensors? is not supported|"
                              r"cannot be converted to type .* without overflow|can't be cast to the desired output type")
 _PROBED: dict[tuple, BaseException | None] = {}
 
