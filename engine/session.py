@@ -129,6 +129,9 @@ CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict", "dtype-conflict")
 CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict", "lang/dtype-conflict")
 #: a bound on the e-nodes one rule match adds (a rewrite's right-hand side), for budget checks
 NODES_PER_MATCH = 50
+#: a rule's matches grow by (this iteration's / the last one's) only counted from this many matches on;
+#: below it a ratio says nothing (a rule that just started matching)
+GROWTH_FLOOR = 64
 #: commands that only add data or run rules: a session that ran nothing else can be rolled back
 _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
 
@@ -198,6 +201,14 @@ def _add_matches(matches: dict[str, int], into: dict[str, int]) -> int:
             into[k] = into.get(k, 0) + v
             total += v
     return total
+
+
+def _growth(before: dict[str, int], now: dict[str, int]) -> float:
+    """How much longer the next iteration may take than this one: the largest factor by which a
+    rule's matches grew. egglog cannot be interrupted inside ``run_program`` (a signal waits for it
+    to return), and a cross-product rule's search grows with the square of the e-graph, so the time
+    budget has to be kept by not starting an iteration that would overrun it."""
+    return max((v / before[k] for k, v in now.items() if before.get(k, 0) >= GROWTH_FLOOR), default=1.0)
 
 
 def _most_matches(it: Any) -> int:
@@ -387,7 +398,9 @@ class Session:
 
         A step runs the analysis rules to their fixpoint (up to ``ANALYSIS_CHUNK`` iterations,
         then in further chunks with node checks) and then one iteration of the phase; a phase
-        is saturated when a whole step changes nothing. Rules run with egglog's core ``run``,
+        is saturated when a whole step changes nothing. The time budget is checked before each
+        step against a prediction of it (this step's time × its rules' match growth, ``_growth``):
+        a step that would end past the budget is not started. Rules run with egglog's core ``run``,
         which stops as soon as an iteration changes nothing (``run-schedule`` with ``repeat``
         does not, and egglog-python's schedule command costs about 5x more per iteration),
         and with no scheduler: creating egglog's back-off scheduler costs about 2 ms per
@@ -415,10 +428,15 @@ class Session:
             throttled = (f"{lead} (run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
                          f":ban-length {budget.ban_length})) (run-with bo {phase}))")
             step = plain
+            counts: dict[str, int] = {}  # the last step's matches per rule
             for _ in range(budget.iterations):
+                t_step = time.perf_counter()
                 lead_out, step_out = self.run([step], f"phase {phase}")
+                t_now = time.perf_counter()
                 pr.iterations += 1
                 report = step_out.report
+                counts, before = dict(report.num_matches_per_rule), counts
+                predicted = (t_now - t_step) * max(1.0, _growth(before, counts))
                 recent = [[k for k, v in report.num_matches_per_rule.items() if v], recent[0]]
                 grown += _add_matches(report.num_matches_per_rule, pr.matches)
                 lead_matches = lead_out.report.num_matches_per_rule
@@ -450,7 +468,7 @@ class Session:
                     if nodes > limit:
                         stop = StopReason("nodes", limit)
                         break
-                if time.perf_counter() - t_start > budget.seconds:
+                if time.perf_counter() - t_start + predicted > budget.seconds:
                     stop = StopReason("time", budget.seconds)
                     break
             pr.stop = stop
