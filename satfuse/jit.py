@@ -146,7 +146,9 @@ class Jitted:
                 self._log_once("static", f"no symbolic plan for this call ({type(err).__name__}: {_first_line(err)}); "
                                          "such calls get static plans")
         try:
-            return self._build(args, kwargs, key, inputs, False)
+            entry = self._build(args, kwargs, key, inputs, False)
+            entry.check(inputs)  # a plan that rejects the very call it was built for cannot serve it
+            return entry
         except (RunEagerly, TracingError, EagerError, EagerRefusal) as err:
             # torch or eager's own checks reject these inputs: this call runs eagerly, on copies
             # first (``_eagerly``), so eager's error is raised with every input untouched

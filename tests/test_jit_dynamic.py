@@ -170,3 +170,15 @@ def test_outputs_viewing_one_intermediate_share_it():
     for n in (3, 4, 5):
         x = torch.randn(n, n)
         assert_views_of_one(j(x), views_of_one(x))
+
+
+def test_out_resizing_an_input_runs_eagerly():
+    """``out=`` into an input that eager resizes: no plan serves the call (its own prologue would
+    reject it), so it runs eagerly instead of failing with a RecompileError."""
+
+    def f(a, b, c):
+        t0 = torch.remainder(a, c)
+        torch.le(a, t0, out=b)
+        return t0
+
+    check_jit(f, (torch.ones(0), torch.ones(0, dtype=torch.int64), torch.ones(0, 0, dtype=torch.int64)))
