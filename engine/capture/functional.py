@@ -158,7 +158,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
                     aliases[k] = AliasInfo("input", a.index, tuple(e.size()), tuple(e.stride()), e.storage_offset()
                                            ) if _same_storage(e, fakes[a.index]) else None
             outs = eager_outs
-    _shared_outputs(outs, aliases)
+    shared_outputs(outs, aliases)
     mutated = [i for i, info in enumerate(meta.input_info) if info.mutates_data]
     # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index)
     with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True), fx_traceback.preserve_node_meta():
@@ -189,7 +189,7 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
             del env.guards[n_guards:]
 
 
-def _shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None:
+def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None:
     """Outputs that are views of one intermediate of the program (``t, t.t()``; ``t[0], t[1]``
     of an unreturned ``t``) share memory in eager: each gets ``AliasInfo("shared", first member,
     geometry)`` so the plan returns them as views of one buffer. Read from the functional

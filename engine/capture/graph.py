@@ -23,7 +23,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import Namespace, Trace
 from .convert import CaptureError, Converter
-from .functional import TRACING, AliasInfo, trace_functional
+from .functional import TRACING, AliasInfo, shared_outputs, trace_functional
 from .symbols import layout_only
 from .trace import Captured, capture, decomposition_table
 
@@ -279,6 +279,9 @@ def _aot_output_aliases(gm: torch.fx.GraphModule, n_inputs: int) -> list[AliasIn
             seq = info.view_meta_sequence
             if seq is None or any(vm.has_symbolic_inputs for vm in seq.sequence):
                 return None
+    # without grad AOTAutograd calls views of one intermediate ``non_alias``: their fake values
+    # still share storage, as eager's outputs do
+    shared_outputs([o.meta.get("val") if isinstance(o, torch.fx.Node) else None for o in outs], aliases)
     return aliases
 
 
