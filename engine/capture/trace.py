@@ -28,6 +28,7 @@ from ..ir import IRError, Namespace, Trace
 from ..log import quiet_torch_tracing
 from .convert import CaptureError, Converter
 from .eager_checks import EagerRefusal, with_eager_checks
+from .foreach import foreach_decompositions
 from .functional import (
     TRACING,
     EagerError,
@@ -60,7 +61,7 @@ DECOMPOSE = [
 
 
 def decomposition_table() -> dict:
-    return with_eager_checks(get_decompositions(DECOMPOSE))
+    return with_eager_checks({**get_decompositions(DECOMPOSE), **foreach_decompositions()})
 
 
 @dataclass
