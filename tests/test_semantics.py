@@ -357,3 +357,15 @@ def test_select_of_an_empty_slice():
     take that for the outer slice being all of x."""
     check_optimize(lambda c: (c[:, 1:][0], c[:, 1:1][0:1, 0:0] + 1, c[:, 2:][0].sum()), torch.randn(1, 1))
     check_optimize(lambda c: (c[:, 1:][0], c[1:, :][:, 0]), torch.randn(2, 2))
+
+
+@pytest.mark.parametrize("shape", [(), (2, 2)])
+def test_where_of_a_0d_float64_tensor_promotes_like_eager(shape):
+    """where(c, x, y) with y a 0-d float64 tensor: f64 when x is 0-d too, x's dtype when x has dims
+    (lang.egg's where dtype rule once claimed x's dtype for both: a dtype-conflict RuleError)."""
+
+    def f(a, b):
+        t = a.sum(-1) if a.dim() else a
+        return torch.where(t > 0, t, b), torch.where(t > 0, t, 0.5)
+
+    check_optimize(f, torch.randn(shape), torch.tensor(-1.0, dtype=torch.float64))
