@@ -573,3 +573,19 @@ def test_output_sharing_follows_eager_in_the_fuzzers_cases(fn, make):
     got = plan(*got_in)
     _same(got, want)
     assert ptrs(got, got_in) == ptrs(want, want_in)
+
+
+def test_in_place_op_cannot_grow_its_target():
+    """``t.atan2_(u)`` with ``t`` [2] and ``u`` [1, 2]: eager raises (the result would be [1, 2]);
+    the fake kernel does not check it and the probe's tiny tensors lose the shapes."""
+
+    def f(a):
+        t0 = a.amax(-2, keepdim=False)
+        t0.atan2_(a)
+        return t0
+
+    a = torch.randn(1, 2, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        f(a.clone())
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        satfuse.optimize(f, a)

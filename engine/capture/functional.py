@@ -263,6 +263,7 @@ class _OverlapCheck(TorchDispatchMode):
         schema = getattr(func, "_schema", None)
         if schema is not None and schema.is_mutable and torch.Tag.inplace_view not in func.tags:
             self.wrote = True
+            _check_inplace_broadcast(func, args)
             written, read = [], []
             for i, a in enumerate(schema.arguments):
                 v = args[i] if i < len(args) else kwargs.get(a.name)
@@ -400,6 +401,23 @@ def _storage_id(t: torch.Tensor) -> int:
 
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return _storage_id(a) == _storage_id(b)
+
+
+def _check_inplace_broadcast(func: Any, args: tuple) -> None:
+    """An in-place pointwise op cannot grow its target: eager raises when the operands broadcast
+    to another shape than ``self``'s (``t.atan2_(u)`` with ``t`` [2], ``u`` [1, 2]). Fake kernels
+    of some ops skip the check, and the probe's tiny tensors lose the shapes; concrete shapes only."""
+    if torch.Tag.inplace not in func.tags or not _elementwise(func) or not args:
+        return
+    shapes = [_concrete(a.size()) for a in args if isinstance(a, torch.Tensor)]
+    if len(shapes) < 2 or any(sh is None for sh in shapes):
+        return
+    try:
+        full = list(torch.broadcast_shapes(*[tuple(sh) for sh in shapes]))
+    except RuntimeError:
+        return  # not broadcastable: the op itself raises eager's error
+    if full != shapes[0]:
+        raise EagerError(f"output with shape {shapes[0]} doesn't match the broadcast shape {full}")
 
 
 class EagerRewrites(TorchDispatchMode):
