@@ -296,9 +296,12 @@ def _components(nodes: list[Node]) -> int:
     leader: dict[int, int] = {}
 
     def find(i: int) -> int:
-        while leader.setdefault(i, i) != i:
-            i = leader[i]
-        return i
+        root = i
+        while leader.setdefault(root, root) != root:
+            root = leader[root]
+        while i != root:  # path compression: a 10k-op chain made this quadratic
+            leader[i], i = root, leader[i]
+        return root
 
     for n in nodes:
         vs = [v for v in (*data_inputs(n), *n.outs) if isinstance(v.type, TensorType) and v.type.rank > 0]
