@@ -214,8 +214,9 @@ def ce_dyn(x, y):
 
 
 def self_copy(x, y):
-    """x.copy_(x): the write-back of x restates its contents."""
-    x.copy_(x)
+    """x.copy_(x.clone()): the write-back of x restates its contents (``x.copy_(x)`` itself is
+    nothing at capture, as eager's early return)."""
+    x.copy_(x.clone())
     return x + y
 
 
