@@ -13,7 +13,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-#: public error classes -> the module that defines them (imported on first use)
+#: public error (and warning) classes -> the module that defines them (imported on first use)
 ERRORS = {
     "IRError": "satfuse.engine.ir",  # a malformed program (base of the capture and lowering errors)
     "CaptureError": "satfuse.engine.capture.trace",  # the program cannot be traced / converted
@@ -25,6 +25,7 @@ ERRORS = {
     "CacheLimitError": "satfuse.lowering.cache",  # jit: no cached plan fits and the cache is full
     "RecompileError": "satfuse.lowering.cache",  # jit: no cached plan fits and a new one failed
     "BackendError": "satfuse.backend",  # torch.compile: a Dynamo graph could not be compiled
+    "RecompileLimitWarning": "satfuse.lowering.cache",  # jit: past max_plans, calls run eagerly (a warning)
 }
 __all__ = ["Engine", "Options", "Plan", "compiled_plans", "jit", "optimize", *ERRORS]
 
