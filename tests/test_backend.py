@@ -223,6 +223,23 @@ def test_unspecialized_float_attributes_and_literal_tensors():
     assert len(_new(n0)) == 1
 
 
+def _train_like_eager(m, twin, step, opt, opt_e, steps=2):
+    """``steps`` optimizer steps through the compiled ``step`` and eagerly on a twin: parameters
+    and optimizer state (moments, step counters) equal after each."""
+    for _ in range(steps):
+        x = torch.randn(5, 4)
+        for mod in (m, twin):
+            mod(x).square().sum().backward()
+        step()
+        opt_e.step()
+        for p, q in zip(m.parameters(), twin.parameters()):
+            assert torch.allclose(p, q, atol=1e-6)
+            for k in ("exp_avg", "exp_avg_sq", "step"):
+                assert torch.allclose(opt.state[p][k], opt_e.state[q][k], atol=1e-6), k
+        opt.zero_grad()
+        opt_e.zero_grad()
+
+
 @pytest.mark.parametrize("optim,foreach", [("AdamW", None), ("Adam", True), ("AdamW", True)])
 def test_compiled_adamw_step_matches_eager(optim, foreach):
     """``opt.step`` through the backend: the optimizer's state tensors are ``get_attr`` nodes of
@@ -243,18 +260,7 @@ def test_compiled_adamw_step_matches_eager(optim, foreach):
 
     B.LAST.clear()  # bounded: a full list would not grow
     n0 = 0
-    for _ in range(2):
-        x = torch.randn(5, 4)
-        for mod in (m, twin):
-            mod(x).square().sum().backward()
-        step()
-        opt_e.step()
-        for p, q in zip(m.parameters(), twin.parameters()):
-            assert torch.allclose(p, q, atol=1e-6)
-            for k in ("exp_avg", "exp_avg_sq", "step"):
-                assert torch.allclose(opt.state[p][k], opt_e.state[q][k], atol=1e-6), k
-        opt.zero_grad()
-        opt_e.zero_grad()
+    _train_like_eager(m, twin, step, opt, opt_e)
     # Dynamo writes addcmul_(..., value=v) as inductor's prims.fma: fused, not a fallback
     [c] = _new(n0)
     assert c.plan.stats()["fallback_ops"] == 0, c.plan.stats()["fallback_kinds"]
@@ -340,15 +346,7 @@ def test_optimizer_graph_without_plan_runs_eagerly_once(monkeypatch):
     twin = copy.deepcopy(m)
     opt, opt_e = torch.optim.Adam(m.parameters(), lr=1e-2), torch.optim.Adam(twin.parameters(), lr=1e-2)
     step = torch.compile(opt.step, backend="satfuse")
-    for _ in range(2):
-        x = torch.randn(5, 4)
-        for mod in (m, twin):
-            mod(x).square().sum().backward()
-        step()
-        opt_e.step()
-        for p, q in zip(m.parameters(), twin.parameters()):
-            assert torch.equal(opt.state[p]["step"], opt_e.state[q]["step"])
-            assert torch.allclose(p, q, atol=1e-6)
+    _train_like_eager(m, twin, step, opt, opt_e)
 
 
 def test_returned_views_of_inputs_stay_views():

@@ -65,45 +65,41 @@ AC = """
 """
 
 
+def _sum_all(*xs):
+    """a chain of sums: what associativity, commutativity and pair rules blow up"""
+    acc = xs[0]
+    for x in xs[1:]:
+        acc = acc + x
+    return acc
+
+
 def test_budget_stops_runaway_rules_and_still_yields_a_plan(tmp_path):
     (tmp_path / "ac.egg").write_text(AC)
     cat = load_catalogue([tmp_path], include_builtin=False)
 
-    def many(*xs):
-        acc = xs[0]
-        for x in xs[1:]:
-            acc = acc + x
-        return acc
-
     args = [torch.randn(4) for _ in range(12)]
-    cap = capture(many, *args)
+    cap = capture(_sum_all, *args)
     res = optimize_trace(cap.trace, cat.sources, cat.phases, budget=Budget(iterations=50, nodes=5_000, seconds=5))
     stop = res.saturation.phases[0].stop
     assert stop.kind in ("nodes", "iterations", "time", "saturated")
     assert res.saturation.nodes < 200_000
     out, _ = run_trace(res.trace, args)
-    torch.testing.assert_close(out[0], many(*args), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out[0], _sum_all(*args), rtol=1e-5, atol=1e-5)
 
 
 def test_time_budget_holds_when_one_iteration_would_explode():
     """tests/rulepacks/cross.egg's pair rule matches 225, then ~68,000 times, and its third
     iteration alone ran ~90 s on a 1 s budget (egglog cannot be interrupted inside an iteration):
     the step that the match growth predicts would overrun the budget is not started."""
-    def many(*xs):
-        acc = xs[0]
-        for x in xs[1:]:
-            acc = acc + x
-        return acc
-
     args = [torch.randn(4) for _ in range(16)]
     cat = load_catalogue([PACKS / "cross.egg"], include_builtin=False)
-    cap = capture(many, *args)
+    cap = capture(_sum_all, *args)
     res = optimize_trace(cap.trace, cat.sources, cat.phases, budget=Budget(seconds=1.0))
     sat = res.saturation
     assert sat.phases[0].stop.kind == "time", sat.table()
     assert sat.seconds < 1.1 * 1.0 + 0.5, sat.table()  # 10 % plus slack for a loaded machine
     out, _ = run_trace(res.trace, args)
-    torch.testing.assert_close(out[0], many(*args), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out[0], _sum_all(*args), rtol=1e-5, atol=1e-5)
 
 
 def test_egglog_errors_name_file_line_and_rule(tmp_path):
