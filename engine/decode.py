@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .egraph import EGraphView, dim_value, list_value
+from .fallible import in_rng_order
 from .extract import smallest_terms
 from .ir import IRError, Namespace, Node, Obligation, TensorType, Trace, Var
 from .terms import Encoding, Slot
@@ -36,6 +37,7 @@ class Decoder:
         self.nodes: list[Node] = []
         self.device = next((v.type.device for v in original.inputs if isinstance(v.type, TensorType)), "cpu")
         self.opaque_memo: dict[str, tuple[Var, ...]] = {}
+        self.rank: dict[int, int] = {}  # id(opaque node) -> its position in the captured program
 
     def node(self, cid: str):
         return self.view.nodes[self.choice[cid]]
@@ -145,6 +147,8 @@ class Decoder:
 
         outs = tuple(Var(self.ns.name(key_hint(call.op)), t) for t in call.out_types)
         self.nodes.append(Node(call.op, fill(call.args), {k: fill(v) for k, v in call.kwargs.items()}, outs))
+        if key[1:].isdigit():  # "k<index in the captured program>" (terms.py, loader.py)
+            self.rank[id(self.nodes[-1])] = int(key[1:])
         self.opaque_memo[cid] = outs
         return outs
 
@@ -178,10 +182,18 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
         if not isinstance(val, Var):
             raise IRError(f"decode: write-back of {buf.name} became a constant")
         writebacks.append((buf, val))
+    effects: list[Var] = []
+    for _ in original.effects:
+        root = view.nodes[choice[root_classes[k]]]
+        k += 1
+        val = d.value(root.children[1])
+        if isinstance(val, Var) and all(val is not v for v in [*effects, *original.inputs]):  # nor can a constant
+            effects.append(val)
     obligations = chosen_obligations(d)
-    tr = Trace(list(original.inputs), d.nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
+    nodes = in_rng_order(d.nodes, lambda n: d.rank.get(id(n), -1))
+    tr = Trace(list(original.inputs), nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
                output_aliases=list(original.output_aliases), index_ops=dict(original.index_ops),
-               obligations=obligations)
+               obligations=obligations, effects=effects)
     tr.lint()
     return tr
 

@@ -230,6 +230,9 @@ class Trace:
     index_ops: dict[str, str] = field(default_factory=dict)
     #: what the rewrites behind this trace rely on (engine/decode.py fills it; lowering checks it)
     obligations: list[Obligation] = field(default_factory=list)
+    #: values no output needs that the plan still computes, before any write, and drops: eager runs
+    #: the op and it can raise on values or draws random numbers (engine/fallible.py)
+    effects: list[Var] = field(default_factory=list)
     name: str = "computation"
     provenance: str = ""
 
@@ -289,6 +292,9 @@ class Trace:
             seen.add(id(buf))
             if id(val) not in defined:
                 raise IRError(f"write-back value {val.name} is not defined")
+        for v in self.effects:
+            if id(v) not in defined:
+                raise IRError(f"effect {v.name} is not defined")
 
 
 class Namespace:

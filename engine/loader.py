@@ -302,6 +302,9 @@ class _Builder:
         for buf, val in tr.writebacks:
             roots.append(("WriteBack", buf.name, self.ref[id(val)]))
             self.t.add("load-writeback", _check_str(buf.name), self.ref[id(val)])
+        for j, v in enumerate(tr.effects):  # an output past the program's own: kept, then dropped
+            roots.append(("Out", len(tr.outputs) + j, self.ref[id(v)]))
+            self.t.add("load-out", len(tr.outputs) + j, self.ref[id(v)])
         enc = Encoding([], self.ref, roots, self.opaque)
         enc.tables = self.t
         return enc

@@ -88,6 +88,8 @@ def print_trace(tr: Trace, indent: str = "  ") -> str:
         lines.append(indent + print_node(n))
     for buf, val in tr.writebacks:
         lines.append(f"{indent}writeback({buf.name}, {val.name})")
+    for v in tr.effects:
+        lines.append(f"{indent}effect({v.name})  # unused, computed for what eager raises")
     lines.append(f"{indent}return {fmt_value(tuple(tr.outputs))}")
     return "\n".join(lines)
 
@@ -229,6 +231,12 @@ def parse_trace(text: str, opaque_types_required: bool = True) -> Trace:
                 raise IRError(f"line {st.lineno}: writeback({buf.name}, {ast.unparse(st.value.args[1])}): the value is "
                               f"{got} but {buf.name} is {buf.type}")
             tr.writebacks.append((buf, val))
+            continue
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call) and ast.unparse(st.value.func) == "effect":
+            val = conv(st.value.args[0]) if len(st.value.args) == 1 else None
+            if not isinstance(val, Var):
+                raise IRError(f"line {st.lineno}: effect takes one value of the program")
+            tr.effects.append(val)
             continue
         if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) and len(st.targets) == 1):
             raise IRError(f"line {st.lineno}: expected 'name = op(...)', got {ast.unparse(st)!r}")

@@ -227,6 +227,8 @@ class Encoder:
                 roots.append(("Out", i, self.ref[id(o)]))
         for buf, val in tr.writebacks:
             roots.append(("WriteBack", buf.name, self.ref[id(val)]))
+        for j, v in enumerate(tr.effects):  # an output past the program's own: kept, then dropped
+            roots.append(("Out", len(tr.outputs) + j, self.ref[id(v)]))
         for ctor, lit, k in roots:
             self.cmds.append(f"({ctor} {lit if isinstance(lit, int) else egg_string(lit)} (Ref {k}))")
         return Encoding(self.cmds, self.ref, roots, self.opaque)

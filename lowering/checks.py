@@ -9,7 +9,7 @@ and devices the guard prologue has already fixed:
 - a :class:`DataCheck`: a condition on values (an index in range, a leaf that requires grad
   written in place), rendered as ``if not (cond): raise Error(message)``, raising eager's
   exception type;
-- a fallback op that can raise on data (:func:`can_raise`: index ops, and every opaque torch
+- a fallback op that can raise on data (``engine/fallible.can_raise``: index ops, and every opaque torch
   op not known to fail on metadata alone), which raises eager's own error when run as a torch
   call;
 - a segment holding an index op (the reference executor checks bounds as torch does).
@@ -30,34 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from satfuse.engine.fallible import CHECKED_INDEX, INDEX_OPS, METADATA_ONLY, can_raise
 from satfuse.engine.ir import Node, Trace, Var, flat_args
-from satfuse.engine.vocab import OPS, is_opaque
-
-#: vocabulary ops whose result depends on index *values* (out of range raises in torch)
-INDEX_OPS = frozenset(op for op, spec in OPS.items() if spec.kind == "index")
-
-#: opaque torch ops (aten names) that fail only on metadata the guard prologue fixes (shapes,
-#: dtypes, devices), never on values: running them after a write cannot break atomicity
-METADATA_ONLY = frozenset({
-    "mm", "bmm", "addmm", "addmv", "mv", "matmul", "baddbmm", "addbmm", "linear", "dot", "vdot", "outer",
-    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "convolution_backward",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_flash_attention", "scaled_dot_product_attention", "_scaled_dot_product_cudnn_attention",
-    "_scaled_dot_product_flash_attention_for_cpu_backward", "_scaled_dot_product_efficient_attention_backward",
-    "_scaled_dot_product_flash_attention_backward",
-    "native_dropout", "bernoulli", "rand", "rand_like", "randn", "randn_like", "normal", "uniform",
-    "clone", "_to_copy", "contiguous", "copy", "view", "_unsafe_view", "expand", "permute", "t", "transpose",
-    "slice", "select", "unsqueeze", "squeeze", "alias", "detach", "as_strided", "unfold", "diagonal",
-    "split", "split_with_sizes", "chunk", "unbind",
-    "cumsum", "cumprod", "sort", "argsort", "topk", "max_pool2d_with_indices", "avg_pool2d", "flip", "roll",
-    "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-    "_native_batch_norm_legit_functional", "native_batch_norm_backward", "native_group_norm",
-    "native_group_norm_backward", "_softmax", "_log_softmax", "mean", "sum", "var_mean", "amax", "amin", "max",
-    "min", "triu", "tril", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like", "full", "full_like",
-    "arange", "scalar_tensor", "lift_fresh_copy", "fill", "constant_pad_nd", "upsample_nearest2d",
-    "upsample_bilinear2d", "tanh", "sigmoid", "exp", "log", "relu", "gelu", "erf", "sqrt", "rsqrt",
-})
-
 
 class PlanCheckError(RuntimeError):
     """Default error of a :class:`DataCheck` whose eager counterpart has no better type."""
@@ -116,30 +90,6 @@ class CheckStep:
         for c in self.checks:
             out += [v for v in c.reads() if all(v is not o for o in out)]
         return out
-
-
-def _aten_name(op: str) -> str:
-    parts = op.split(".")
-    return parts[1] if len(parts) > 1 else op
-
-
-#: index ops whose index range a builtin check tests before the first write (so the op itself
-#: cannot raise, and may write a caller's buffer in place: a KV-cache ``index_copy_``)
-CHECKED_INDEX = frozenset({"index_copy_"})
-
-
-def can_raise(node: Node) -> str | None:
-    """Why running ``node`` can raise on data the guards do not fix (None: it cannot)."""
-    if node.op in CHECKED_INDEX:
-        return None
-    if node.op in INDEX_OPS:
-        return f"{node.op} raises on an out-of-range index"
-    if is_opaque(node.op):
-        name = _aten_name(node.op)
-        if name.rstrip("_") in METADATA_ONLY or name in METADATA_ONLY:
-            return None
-        return f"the torch op {node.op} may raise on values"
-    return None
 
 
 def step_can_raise(step: Any) -> str | None:

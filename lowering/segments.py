@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 import sympy
+from satfuse.engine.fallible import consumes_rng
 from satfuse.engine.ir import Node, TensorType, Trace, Var
 from satfuse.engine.vocab import is_opaque, resolve_opaque
 
@@ -128,9 +129,9 @@ def data_inputs(n: Node) -> list[Var]:
 
 
 def live_nodes(trace: Trace) -> list[Node]:
-    """Dead-code elimination: drop vocabulary nodes nothing needs (opaque ones are kept: they
-    may consume random state)."""
-    need: set[int] = set()
+    """Dead-code elimination: drop vocabulary nodes no output, write-back or effect
+    (``Trace.effects``) needs; opaque ones are kept (they may raise or consume random state)."""
+    need: set[int] = {id(v) for v in trace.effects}
     for o in trace.outputs:
         if isinstance(o, Var):
             need.add(id(o))
@@ -246,7 +247,7 @@ def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], gr
                     inside.update((id(m), m) for m in chain(v))
         if inside:
             groups[g] = sorted([*groups[g], *inside.values()], key=lambda m: order[id(m)])
-    exported = [o for o in trace.outputs if isinstance(o, Var)] + [val for _, val in trace.writebacks]
+    exported = [o for o in trace.outputs if isinstance(o, Var)] + [val for _, val in trace.writebacks] + trace.effects
     torch_views += [m for v in exported for m in chain(v)]
     placed: set[int] = set()
     for n in sorted(torch_views, key=lambda m: order[id(m)]):
@@ -293,6 +294,9 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict
                 p = group_of.get(id(v))
                 if p is not None and p != g:
                     preds[g].add(p)
+    draws = [g for g, ns in enumerate(groups) if any(consumes_rng(n) for n in ns)]
+    for a, b in zip(draws, draws[1:]):  # random draws keep the program's order (groups are made in it)
+        preds[b].add(a)
     succs: list[set[int]] = [set() for _ in groups]
     for g, ps in enumerate(preds):
         for p in ps:
@@ -333,7 +337,7 @@ def _make_steps(trace: Trace, groups: list[list[Node]], kinds: list[str], reason
             for v in reads:
                 used_outside.setdefault(id(v), set()).add(g)
     exported: set[int] = {id(o) for o in trace.outputs if isinstance(o, Var)}
-    exported |= {id(val) for _, val in trace.writebacks}
+    exported |= {id(val) for _, val in trace.writebacks} | {id(v) for v in trace.effects}
     steps: list[Step] = []
     k = 0
     for g in order:

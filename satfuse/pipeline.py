@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from satfuse.api import Options, Plan, gc_paused
+from satfuse.engine.fallible import effects
 from satfuse.engine.ir import Trace
 from satfuse.engine.optimize import EngineResult, optimize_trace
 from satfuse.engine.pool import SessionPool, shared_pool
@@ -97,6 +98,8 @@ class Engine:
 
         opts = self.options_for(options)
         timings = dict(timings or {})
+        if not trace.effects:
+            trace.effects = effects(trace)  # dead ops eager still runs (they can raise): kept as roots
         with gc_paused():
             t0 = time.perf_counter()
             cat = self.catalogue(opts)

@@ -83,10 +83,32 @@ def _empty_softmax(decomp: Callable) -> Callable:
     return checked
 
 
+def _negative_pad(decomp: Callable) -> Callable:
+    """constant_pad_nd: eager's kernel narrows the input by each negative pad, left then right,
+    and refuses a negative length ("narrow(): length must be non-negative"); the meta kernel
+    only checks the final size, so ``F.pad(x, (1, -1))`` of an empty dim would pass."""
+
+    def checked(x: Any, pad: Any, *args: Any, **kwargs: Any) -> Any:
+        for k in range(len(pad) // 2):
+            dim = x.dim() - 1 - k
+            if dim < 0:
+                break
+            size = x.shape[dim]
+            for p in (pad[2 * k], pad[2 * k + 1]):
+                if p < 0:
+                    size = size + p
+                    if size < 0:
+                        raise EagerRefusal("narrow(): length must be non-negative.")
+        return decomp(x, pad, *args, **kwargs)
+
+    return checked
+
+
 #: aten op packet -> wrapper of its decomposition
 CHECKS: dict[Any, Callable[[Callable], Callable]] = {
     aten._softmax: _empty_softmax,
     aten._log_softmax: _empty_softmax,
+    aten.constant_pad_nd: _negative_pad,
     aten.nll_loss_forward: _nll_target(False, 1),
     aten.nll_loss2d_forward: _nll_target(True, 1),
     aten.nll_loss_backward: _nll_target(False, 2),

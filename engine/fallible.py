@@ -1,0 +1,146 @@
+"""Which ops can raise on values, and which dead ops a plan must still run.
+
+Eager runs every op a program calls, used or not: ``x[idx]`` whose result is never read
+still raises IndexError for an index out of range, an unused integer ``fmod`` by zero still
+raises, an unused ``torch.rand`` still advances the generator. The e-graph keeps only what
+the roots reach and lowering keeps only what the outputs need, so such an op would vanish
+and the plan would return where eager raises. :func:`effects` names those values once, on the
+captured Trace (``Trace.effects``); the engine keeps them as roots and lowering computes them
+among the fallible steps, before the first write, and drops them.
+
+:func:`can_raise` is the one predicate both ends use: lowering's check stage orders the
+steps it flags before any write (``lowering/checks.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Callable
+
+import torch
+
+from .ir import IRError, Node, Trace, Var
+from .vocab import OPS, is_opaque
+
+#: vocabulary ops whose result depends on index *values* (out of range raises in torch)
+INDEX_OPS = frozenset(op for op, spec in OPS.items() if spec.kind == "index")
+
+#: opaque torch ops (aten names) that fail only on metadata the guard prologue fixes (shapes,
+#: dtypes, devices), never on values: running them after a write cannot break atomicity
+METADATA_ONLY = frozenset({
+    "mm", "bmm", "addmm", "addmv", "mv", "matmul", "baddbmm", "addbmm", "linear", "dot", "vdot", "outer",
+    "convolution", "_convolution", "conv1d", "conv2d", "conv3d", "convolution_backward",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention", "scaled_dot_product_attention", "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_flash_attention_for_cpu_backward", "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_flash_attention_backward",
+    "native_dropout", "bernoulli", "rand", "rand_like", "randn", "randn_like", "normal", "uniform",
+    "clone", "_to_copy", "contiguous", "copy", "view", "_unsafe_view", "expand", "permute", "t", "transpose",
+    "slice", "select", "unsqueeze", "squeeze", "alias", "detach", "as_strided", "unfold", "diagonal",
+    "split", "split_with_sizes", "chunk", "unbind",
+    "cumsum", "cumprod", "sort", "argsort", "topk", "max_pool2d_with_indices", "avg_pool2d", "flip", "roll",
+    "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional", "native_batch_norm_backward", "native_group_norm",
+    "native_group_norm_backward", "_softmax", "_log_softmax", "mean", "sum", "var_mean", "amax", "amin", "max",
+    "min", "triu", "tril", "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like", "full", "full_like",
+    "arange", "scalar_tensor", "lift_fresh_copy", "fill", "constant_pad_nd", "upsample_nearest2d",
+    "upsample_bilinear2d", "tanh", "sigmoid", "exp", "log", "relu", "gelu", "erf", "sqrt", "rsqrt",
+})
+
+
+def _aten_name(op: str) -> str:
+    parts = op.split(".")
+    return parts[1] if len(parts) > 1 else op
+
+
+#: index ops whose index range a builtin check tests before the first write (so the op itself
+#: cannot raise, and may write a caller's buffer in place: a KV-cache ``index_copy_``)
+CHECKED_INDEX = frozenset({"index_copy_"})
+
+
+def can_raise(node: Node) -> str | None:
+    """Why running ``node`` can raise on data the guards do not fix (None: it cannot)."""
+    if node.op in CHECKED_INDEX:
+        return None
+    if node.op in INDEX_OPS:
+        return f"{node.op} raises on an out-of-range index"
+    if is_opaque(node.op):
+        name = _aten_name(node.op)
+        if name.rstrip("_") in METADATA_ONLY or name in METADATA_ONLY:
+            return None
+        return f"the torch op {node.op} may raise on values"
+    return None
+
+
+
+
+def consumes_rng(node: Node) -> bool:
+    """An opaque torch op that draws from the random generator (its draws shift every later one)."""
+    if not is_opaque(node.op):
+        return False
+    op = _torch_op(node.op)
+    return op is not None and torch.Tag.nondeterministic_seeded in op.tags
+
+
+def _torch_op(name: str) -> torch._ops.OpOverload | None:
+    parts = name.split(".")
+    if len(parts) < 2 or parts[0] != "aten":
+        return None
+    packet = getattr(torch.ops.aten, parts[1], None)
+    if packet is None:
+        return None
+    return getattr(packet, parts[2] if len(parts) > 2 else "default", None)
+
+
+def effects(trace: Trace) -> list[Var]:
+    """The values of ``trace`` no output or write-back needs whose op eager would still run to an
+    observable end: it can raise on values (:func:`can_raise`) or draws random numbers. Their
+    operands are needed too, so they stay in the plan with them."""
+    need: set[int] = {id(o) for o in trace.outputs if isinstance(o, Var)}
+    need |= {id(val) for _, val in trace.writebacks}
+    need |= {id(v) for v in trace.effects}
+    kept: list[Var] = list(trace.effects)
+    for n in reversed(trace.nodes):
+        live = any(id(o) in need for o in n.outs)
+        if not live and n.outs and (can_raise(n) is not None or consumes_rng(n)):
+            kept.append(n.outs[0])
+            live = True
+        if live:
+            need.update(id(v) for v in n.inputs())
+    order = {id(o): i for i, n in enumerate(trace.nodes) for o in n.outs}
+    return sorted({id(v): v for v in kept}.values(), key=lambda v: order.get(id(v), -1))
+
+
+def in_rng_order(nodes: list[Node], rank: Callable[[Node], int]) -> list[Node]:
+    """``nodes`` (in an order where every value is defined before use) reordered as little as
+    possible so that the ops drawing random numbers run in ``rank`` order, as eager drew them:
+    a rewritten program is decoded from its outputs, which may reach the second draw first."""
+    rng = [n for n in nodes if consumes_rng(n)]
+    want = sorted(rng, key=rank)
+    if all(a is b for a, b in zip(rng, want)):
+        return nodes
+    pos = {id(n): i for i, n in enumerate(nodes)}
+    producer = {id(o): n for n in nodes for o in n.outs}
+    preds: dict[int, set[int]] = {id(n): {id(producer[id(v)]) for v in n.inputs() if id(v) in producer}
+                                  for n in nodes}
+    for a, b in zip(want, want[1:]):
+        preds[id(b)].add(id(a))
+    succs: dict[int, list[Node]] = {}
+    for n in nodes:
+        for p in preds[id(n)]:
+            succs.setdefault(p, []).append(n)
+    indeg = {k: len(v) for k, v in preds.items()}
+    ready = [(pos[id(n)], id(n), n) for n in nodes if indeg[id(n)] == 0]
+    heapq.heapify(ready)
+    out: list[Node] = []
+    while ready:
+        _, _, n = heapq.heappop(ready)
+        out.append(n)
+        for m in succs.get(id(n), ()):
+            indeg[id(m)] -= 1
+            if indeg[id(m)] == 0:
+                heapq.heappush(ready, (pos[id(m)], id(m), m))
+    if len(out) != len(nodes):
+        raise IRError("the rewritten program makes one random draw depend on a later one: no order draws "
+                      "them as eager does")
+    return out
