@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from .egraph import EGraphView, dim_value, list_value
-from .fallible import in_rng_order
 from .extract import smallest_terms
+from .fallible import in_rng_order
 from .ir import IRError, Namespace, Node, Obligation, TensorType, Trace, Var
 from .terms import Encoding, Slot
 from .vocab import OPS, infer

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 from satfuse.engine.fallible import CHECKED_INDEX, INDEX_OPS, METADATA_ONLY, can_raise
 from satfuse.engine.ir import Node, Trace, Var, flat_args
 
+
 class PlanCheckError(RuntimeError):
     """Default error of a :class:`DataCheck` whose eager counterpart has no better type."""
 
