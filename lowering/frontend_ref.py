@@ -210,7 +210,8 @@ class FusionDefinition:
                 raise
             for i in dead:
                 slots[i] = None
-        outs = [slots[o.idx] for o in self._outputs]
+        outs = _fresh([slots[o.idx] for o in self._outputs],
+                      [x for (v, spec), x in zip(self._inputs, inputs) if spec[0] == "tensor"])
         vals = [(inp, slots[o.idx]) for o, inp in self._aliases]
         for inp, val in vals:
             buf = slots[inp.idx]
@@ -223,6 +224,23 @@ class FusionDefinition:
                 if p is o:
                     outs[i] = slots[inp.idx]
         return outs
+
+
+def _fresh(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """nvFuser's outputs are new tensors; torch ops may return views (an ``expand`` of an input,
+    one output broadcast from another): copy each output whose memory an input or an earlier
+    output already holds, so no output shares memory where nvFuser's would not."""
+    taken = {x.untyped_storage().data_ptr() for x in inputs if x.numel()}
+    out = []
+    for t in outs:
+        if t.numel():
+            ptr = t.untyped_storage().data_ptr()
+            if ptr in taken:
+                t = t.clone(memory_format=torch.contiguous_format)
+                ptr = t.untyped_storage().data_ptr()
+            taken.add(ptr)
+        out.append(t)
+    return out
 
 
 def _caller_line() -> int | None:

@@ -420,7 +420,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         if dead:
             body.append(f"del {', '.join(dead)}")
     unserved: list[int] = []
-    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved)
+    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in)
     body.append(f"return [{', '.join(rets)}]")
     head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:
@@ -476,7 +476,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
 
 
 def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],
-                     layouts: dict[int, Any], unserved: list[int]) -> list[str]:
+                     layouts: dict[int, Any], unserved: list[int], lives_in: dict[int, Var] | None = None) -> list[str]:
     """Lines that make the returned tensors alias exactly as eager's do (``trace.output_aliases``;
     empty: every output fresh). Rewrites ``rets`` in place.
 
@@ -510,7 +510,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
         shares_output = id(root(o)) in roots  # a view of another output's value (where(c, t, t) as t.T)
         roots.add(id(root(o)))
         if a is None:
-            if name in inputs or name in seen or shares_output or (al.get(id(o)) and name not in clones):
+            in_buffer = id(root(o)) in (lives_in or {})  # a value written into a caller's buffer, or a view of one
+            if name in inputs or name in seen or shares_output or ((al.get(id(o)) or in_buffer) and name not in clones):
                 fresh = name + "_out"
                 while fresh in taken:
                     fresh += "_"

@@ -114,3 +114,46 @@ def test_negative_pad_of_an_empty_dim_raises_like_eager():
         f(x)
     with pytest.raises(RuntimeError):
         satfuse.optimize(f, x)(x)
+
+
+def unused_as_strided_past_storage(a):
+    t0 = torch.rsqrt(a)
+    t0.as_strided((2,), (1,))  # unused; eager refuses a view past the storage
+    return t0
+
+
+def write_through_diagonal_grows(b):
+    t3 = b * 2
+    t3.diagonal().ne_(b)  # the diagonal [1] cannot take the broadcast shape [1, 2]
+    return b + 1
+
+
+@pytest.mark.parametrize("fn,x", [(unused_as_strided_past_storage, torch.zeros(0, 0, 0)),
+                                  (write_through_diagonal_grows, torch.ones(1, 2, dtype=torch.int64))],
+                         ids=["as_strided", "inplace_broadcast"])
+def test_shape_refusals_eager_makes_in_every_mode(fn, x):
+    """Checks eager's kernels make on shapes alone, which fake tensors skip (found by bench/fuzz.py,
+    jit seed 9001 #63 and #74): raised in ``optimize``, and by ``jit`` with symbolic extents too."""
+    with pytest.raises(RuntimeError):
+        fn(x.clone())
+    with pytest.raises(RuntimeError):
+        satfuse.optimize(fn, x.clone())
+    for dynamic in (True, False):
+        with pytest.raises(RuntimeError):
+            satfuse.jit(fn, dynamic=dynamic)(x.clone())
+
+
+def test_out_dtype_refusal_of_the_kernel():
+    """``bitwise_not(bool, out=float)``: eager's kernel refuses the out dtype (value-independent),
+    even for an empty tensor (found by bench/fuzz.py, optimize seed 7002 #412)."""
+
+    def f(b):
+        t0 = torch.cat([b, b], -2)
+        torch.bitwise_not(torch.logical_or(t0, t0), out=t0)
+        return t0
+
+    for x in (torch.zeros(0, 1), torch.zeros(2, 1)):
+        with pytest.raises(RuntimeError):
+            f(x.clone())
+        with pytest.raises(RuntimeError):
+            satfuse.optimize(f, x.clone())

@@ -5,6 +5,7 @@ through ``optimize``, ``jit`` and ``torch.compile`` where the API applies."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -158,6 +159,38 @@ def test_fresh_outputs_do_not_share_the_input(fn):
         out = call(x)
         out.zero_()
         assert torch.equal(x, torch.ones(3))
+
+
+def test_segment_outputs_broadcast_from_one_value_are_fresh():
+    """The reference executor's torch ops return views (t3 broadcasts t1): outputs are new
+    tensors, as nvFuser's (found by bench/fuzz.py, optimize seed 1103 #123)."""
+
+    def f(b, i2):
+        t1 = b.amax(2, keepdim=True)
+        t3 = torch.maximum(i2, t1)
+        t3.copy_(t1)
+        return t1, t3
+
+    b, i2 = torch.randn(1, 1, 1), torch.tensor([0, 1])
+    t1, t3 = satfuse.optimize(f, b, i2)(b, i2)
+    assert t1.untyped_storage().data_ptr() != t3.untyped_storage().data_ptr()
+    torch.testing.assert_close(t3, f(b, i2)[1])
+
+
+def test_view_of_a_value_written_into_the_input_is_returned_fresh():
+    """``where(c, t, t)`` becomes ``t``, a view of the new value of ``a``, which the plan writes in
+    place: eager returns a fresh tensor (found by bench/fuzz.py, optimize seed 7003 #122)."""
+
+    def f(a):
+        a[:, 1:] = math.inf
+        t1 = a.reshape(-1)
+        return torch.where(t1 > 0, t1, t1)
+
+    a = torch.randn(1, 1)
+    x = a.clone()
+    out = satfuse.optimize(f, a.clone())(x)
+    assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    torch.testing.assert_close(out, f(a.clone()))
 
 
 def test_two_equal_outputs_are_two_tensors():

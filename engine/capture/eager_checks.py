@@ -104,11 +104,32 @@ def _negative_pad(decomp: Callable) -> Callable:
     return checked
 
 
+def _strided_bounds(op: Callable) -> Callable:
+    """as_strided: eager's ``setStorage`` refuses a view that reaches past its storage; fake
+    tensors leave storage sizes out, so an unused ``x.as_strided((2,), (1,))`` of an empty
+    tensor would pass."""
+
+    def checked(x: Any, size: Any, stride: Any, storage_offset: Any = None, *args: Any, **kwargs: Any) -> Any:
+        offset = x.storage_offset() if storage_offset is None else storage_offset
+        if all(n != 0 for n in size):
+            need = (offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * x.element_size()
+            have = x.untyped_storage().nbytes()
+            if need > have:
+                raise EagerRefusal(
+                    f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
+                    f"{x.element_size()} requiring a storage size of {need} are out of bounds for storage of size {have}")
+        return op(x, size, stride, storage_offset, *args, **kwargs)
+
+    return checked
+
+
 #: aten op packet -> wrapper of its decomposition
 CHECKS: dict[Any, Callable[[Callable], Callable]] = {
     aten._softmax: _empty_softmax,
     aten._log_softmax: _empty_softmax,
     aten.constant_pad_nd: _negative_pad,
+    aten.as_strided: _strided_bounds,
+    aten.as_strided_: _strided_bounds,
     aten.nll_loss_forward: _nll_target(False, 1),
     aten.nll_loss2d_forward: _nll_target(True, 1),
     aten.nll_loss_backward: _nll_target(False, 2),
@@ -137,7 +158,7 @@ def with_eager_checks(table: dict) -> dict:
 
 #: what a real kernel raises for the dtypes or Scalar arguments alone, never for tensor values
 _KERNEL_REFUSAL = re.compile(r"not implemented for|only support floating point|Boolean inputs not supported|not supported for complex|support complex|bool tensors? is not supported|"
-                             r"cannot be converted to type .* without overflow|can't be cast to the desired output type")
+                             r"cannot be converted to type .* without overflow|can't be cast to the desired output type|Found dtype \w+ but expected \w+")
 _PROBED: dict[tuple, BaseException | None] = {}
 
 

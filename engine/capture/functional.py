@@ -406,18 +406,27 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 def _check_inplace_broadcast(func: Any, args: tuple) -> None:
     """An in-place pointwise op cannot grow its target: eager raises when the operands broadcast
     to another shape than ``self``'s (``t.atan2_(u)`` with ``t`` [2], ``u`` [1, 2]). Fake kernels
-    of some ops skip the check, and the probe's tiny tensors lose the shapes; concrete shapes only."""
+    of some ops skip the check, and the probe's tiny tensors lose the shapes. Symbolic extents
+    are compared as torch's broadcasting compares them (each test a guard of the trace)."""
     if torch.Tag.inplace not in func.tags or not _elementwise(func) or not args:
         return
-    shapes = [_concrete(a.size()) for a in args if isinstance(a, torch.Tensor)]
-    if len(shapes) < 2 or any(sh is None for sh in shapes):
+    shapes = [list(a.size()) for a in args if isinstance(a, torch.Tensor)]
+    if len(shapes) < 2:
         return
-    try:
-        full = list(torch.broadcast_shapes(*[tuple(sh) for sh in shapes]))
-    except RuntimeError:
-        return  # not broadcastable: the op itself raises eager's error
-    if full != shapes[0]:
-        raise EagerError(f"output with shape {shapes[0]} doesn't match the broadcast shape {full}")
+    target = shapes[0]
+    rank = max(len(sh) for sh in shapes)
+    grows = rank > len(target)
+    for sh in shapes[1:]:
+        for t, o in zip(reversed(target), reversed(sh)):
+            if o == t or o == 1:
+                continue
+            if t != 1:
+                return  # not broadcastable: the op itself raises eager's error
+            grows = True
+    if grows:
+        full = [str(d) for d in torch.broadcast_shapes(*[tuple(_concrete(sh) or sh) for sh in shapes])]
+        raise EagerError(f"output with shape [{', '.join(str(d) for d in target)}] doesn't match the broadcast "
+                         f"shape [{', '.join(full)}]")
 
 
 class EagerRewrites(TorchDispatchMode):
