@@ -254,6 +254,23 @@ def test_integer_constants_wrap_like_eager():
     check_optimize(lambda a: (a + 2**31, a == 2**31, a * (2**32 + 3), a.long() + 2**63), x)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_number_operands_of_reduced_precision_ops_like_eager(dtype):
+    """A Python number meets an f16/bf16 tensor in the tensor's dtype for add, sub, pow, remainder
+    and comparisons (``2**31`` is inf in f16), exactly for mul and div (found by bench/fuzz.py,
+    optimize seed 7005 #96)."""
+    x = torch.tensor([float("inf"), 1.0, -65504.0, 0.3, 2.2]).to(dtype)
+    check_optimize(lambda a: (a == 2**31, a + 70000 - 70000, a + 0.1, a > 70000.0, a ** 3.3,
+                              torch.remainder(a, 0.3), 0.1 - a, a * 1e5 / 1e5), x)
+
+
+def test_meta_promotion_differs_from_eager():
+    """``pow(bool, False)`` is bool in eager and int64 on the meta kernel: eager's dtype wins
+    (found by bench/fuzz.py, optimize seed 7007 #231)."""
+    b = torch.tensor([True, False])
+    check_optimize(lambda b: (torch.pow(b, False), torch.pow(b, True), torch.pow(b, 2)), b)
+
+
 # ---------------------------------------------------------------- more fuzz repros, as tests
 
 def test_inplace_floor_division_of_specials():

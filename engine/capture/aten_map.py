@@ -161,6 +161,20 @@ def wrap_int(value: Any, dtype: str) -> Any:
     return (value - info.min) % span + info.min
 
 
+#: binary ops whose CPU kernels take a Python number operand in the tensor's dtype (TensorIterator's
+#: common dtype: ``f16 + 0.1`` adds 0.0999755859375, ``f16 == 2**31`` compares with inf); ``mul`` and
+#: ``div`` keep the number exact (their kernels read the original scalar in float32)
+_SCALAR_IN_DTYPE = frozenset({"add", "sub", "pow", "remainder", "fmod", "eq", "ne", "lt", "le", "gt", "ge"})
+
+
+def round_float(value: Any, dtype: str | None) -> Any:
+    """A Python number as a reduced-precision kernel sees it: rounded to ``dtype`` (f16, bf16;
+    ``2**31`` becomes inf in f16)."""
+    if type(value) not in (int, float) or dtype not in ("f16", "bf16"):
+        return value
+    return torch.tensor(float(value), dtype=DTYPES[dtype]).item()
+
+
 def _compute_dtype(x: Any, y: Any) -> str | None:
     """The dtype torch computes ``op(x, y)`` in when one operand is a Python number (a number
     promotes weakly), or None where both or neither are tensors."""
@@ -177,6 +191,8 @@ def _binary(name: str) -> Callable:
         calc = _compute_dtype(x, y)
         if calc is not None:
             x, y = wrap_int(x, calc), wrap_int(y, calc)
+            if name in _SCALAR_IN_DTYPE:
+                x, y = round_float(x, calc), round_float(y, calc)
         if name in ("remainder", "fmod"):
             _int_division_by(b, y)
         return b.result(b(name, x, _times_alpha(b, y, alpha)))

@@ -159,7 +159,7 @@ def with_eager_checks(table: dict) -> dict:
 #: what a real kernel raises for the dtypes or Scalar arguments alone, never for tensor values
 _KERNEL_REFUSAL = re.compile(r"not implemented for|only support floating point|Boolean inputs not supported|not supported for complex|support complex|bool tensors? is not supported|"
                              r"cannot be converted to type .* without overflow|can't be cast to the desired output type|Found dtype \w+ but expected \w+")
-_PROBED: dict[tuple, BaseException | None] = {}
+_PROBED: dict[tuple, tuple[BaseException | None, torch.dtype | None]] = {}
 
 
 def _probe_key(func: Any, leaves: list[Any]) -> tuple | None:
@@ -197,31 +197,36 @@ def _probe_skips(func: Any, leaves: list[Any]) -> bool:
     return not pointwise and any(type(x) is int and abs(x) > 4096 for x in leaves)
 
 
-def probe_kernel(func: Any, args: tuple, kwargs: dict) -> None:
+def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
     """Raise what eager's kernel raises for ``func``'s dtypes and Scalar arguments alone (see the
-    module doc); call it where the program's own ops are seen, under capture's modes."""
+    module doc); call it where the program's own ops are seen, under capture's modes. Returns the
+    dtype of the real kernel's (single tensor) result, when the probe ran: where a meta kernel
+    promotes otherwise (``pow(bool, False)`` is bool in eager, int64 on meta), eager's dtype wins."""
     from torch.utils._python_dispatch import _disable_current_modes
 
     leaves, spec = pytree.tree_flatten((args, kwargs))
     if _probe_skips(func, leaves):
-        return
+        return None
     key = _probe_key(func, leaves)
     if key is None:
-        return
+        return None
     if key not in _PROBED:
         err: BaseException | None = None
+        dtype: torch.dtype | None = None
         with _disable_current_modes(), torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the program's own warnings come from its trace, once
             real = [torch.zeros(k[3], dtype=k[1], device=k[2]) if isinstance(k, tuple) and k and k[0] == "T" else x
                     for x, k in zip(leaves, key[1:])]
             p_args, p_kwargs = pytree.tree_unflatten(real, spec)
             try:
-                func(*p_args, **p_kwargs)
+                out = func(*p_args, **p_kwargs)
+                dtype = out.dtype if isinstance(out, torch.Tensor) else None
             except Exception as e:  # noqa: BLE001 - only the value-independent refusals count
                 if _KERNEL_REFUSAL.search(str(e)):
                     err = e
-        _PROBED[key] = err
-    err = _PROBED[key]
+        _PROBED[key] = (err, dtype)
+    err, dtype = _PROBED[key]
     if err is not None:
         cls = EagerDtypeRefusal if isinstance(err, NotImplementedError) else EagerRefusal
         raise cls(str(err).strip().splitlines()[0])
+    return dtype

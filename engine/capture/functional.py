@@ -439,7 +439,9 @@ class EagerRewrites(TorchDispatchMode):
       ``unfold_backward``, which zeroes every element no window covers: a write through
       ``t.unfold(0, 2, 3)`` would zero the gaps. Slices and views have exact scatter inverses.
     - ``dst.copy_(src)`` where ``src`` is ``dst``'s own memory at the same geometry and dtype is
-      nothing (eager's ``copy_`` returns early), even where ``dst`` holds an element twice."""
+      nothing (eager's ``copy_`` returns early), even where ``dst`` holds an element twice.
+    - an op whose meta kernel promotes to another dtype than eager's kernel (``pow(bool, False)``
+      is bool in eager, int64 on meta) is cast to eager's dtype (``eager_checks.probe_kernel``)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -464,7 +466,13 @@ class EagerRewrites(TorchDispatchMode):
                         "the end: functionalization's inverse (unfold_backward) sums overlapping windows and zeroes "
                         "what no window covers, so no plan follows eager's loop order: clone() the windows, or use "
                         "slices")
-        return func(*args, **kwargs)
+            return func(*args, **kwargs)
+        out = func(*args, **kwargs)
+        if isinstance(out, torch.Tensor) and torch.Tag.pointwise in func.tags:
+            eager_dtype = probe_kernel(func, args, kwargs)  # cached per dtypes: run once in the first pass
+            if eager_dtype is not None and out.dtype != eager_dtype:
+                out = out.to(eager_dtype)
+        return out
 
 
 def _same_memory(dst: Any, src: Any) -> bool:
