@@ -600,6 +600,9 @@ def _copy(e: _Emitter, n: Node) -> str:
     dst, src = n.args
     name = e.vn(n.out)
     if not (isinstance(src, Var) and src.is_tensor):
+        if type(src) in (bool, int, float) and (type(src) is not int or -2**63 <= src < 2**63):
+            # a number is a tensor of its own dtype, cast as copy_ casts (2**31 into f16 is inf, no overflow error)
+            src = torch.tensor(src).to(DTYPES[ot.dtype]).item()
         return e.new(name, f"fd.ops.full(shape={e.shape_list(ot.shape)}, fill_value={e.fill(src, ot.dtype)}, "
                      f"dtype={dt(ot.dtype)})", ot.shape, ot.dtype)
     h0 = e.h[id(src)]

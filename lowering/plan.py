@@ -351,7 +351,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             if is_opaque(n.op):
                 parts = [r.value(a, "list") for a in n.args] + [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items()]
                 target = f"[{defs[0]}]" if len(defs) == 1 and _returns_list(n.op) else ", ".join(defs)
-                lines.append(f"{target} = {n.op}({', '.join(parts)})  # fallback: {step.reason}")
+                call = f"{n.op}({', '.join(parts)})  # fallback: {step.reason}"
+                lines.append(f"{target} = {call}" if defs else call)  # unbind of an empty dim returns nothing
             else:
                 parts = [r.value(a) for a in n.args]
                 if n.op in ("iota", "full"):

@@ -386,3 +386,43 @@ def test_where_of_a_0d_float64_tensor_promotes_like_eager(shape):
         return torch.where(t > 0, t, b), torch.where(t > 0, t, 0.5)
 
     check_optimize(f, torch.randn(shape), torch.tensor(-1.0, dtype=torch.float64))
+
+
+def test_copy_of_a_number_casts_like_eager():
+    """``t.copy_(2**31)`` into f16 is inf (a cast, not ``full``'s overflow error; found by
+    bench/fuzz.py, optimize seed 7010 #65)."""
+
+    def f(a, i):
+        t = torch.gather(torch.tanh(a), -2, i)
+        t.copy_(2**31)
+        return t
+
+    check_optimize(f, torch.randn(2, 4, dtype=torch.float16), torch.tensor([[0, 1, 1, 0]] * 3))
+    check_optimize(lambda a: a.clone().copy_(1e300), torch.zeros(2, dtype=torch.int32))
+
+
+def test_unused_factory_eager_refuses():
+    """``torch.arange(3, dtype=complex64)``: eager's kernel has no complex arange, used or not
+    (found by bench/fuzz.py, optimize seed 7009 #328)."""
+
+    def f(a):
+        torch.arange(3, dtype=torch.complex64)
+        return a
+
+    with pytest.raises(NotImplementedError):
+        f(torch.zeros(2))
+    with pytest.raises(NotImplementedError):
+        satfuse.optimize(f, torch.zeros(2))
+
+
+def test_unbind_of_an_empty_dim():
+    """An opaque call with no results is a statement of the plan (found by bench/fuzz.py,
+    optimize seed 7010 #397: an IndentationError in the generated plan)."""
+
+    def f(b):
+        t0 = b.transpose(1, 0)
+        b[:, 1:] = -0.0
+        t0.unbind(1)
+        return t0
+
+    check_optimize(f, torch.zeros(0, 0))

@@ -183,14 +183,16 @@ def _probe_key(func: Any, leaves: list[Any]) -> tuple | None:
 
 def _probe_skips(func: Any, leaves: list[Any]) -> bool:
     """Ops the probe leaves alone: not aten, random (a probe would draw from the generator),
-    views, factories and ops that take sizes (a probe could allocate what the program asks for)."""
+    views, and factories and ops that take sizes (a probe could allocate what the program asks
+    for) except factories whose numbers are tiny (``arange(3, dtype=complex64)``)."""
     if getattr(func, "namespace", None) != "aten" or func.is_view:
         return True
     if {torch.Tag.nondeterministic_seeded, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view} & set(func.tags):
         return True
     schema = func._schema
-    if not any("Tensor" in str(a.type) for a in schema.arguments):
-        return True
+    if not any("Tensor" in str(a.type) for a in schema.arguments):  # a factory: probed when it is tiny
+        return any(type(x) in (int, float) and not abs(x) <= 64 for x in leaves) or any(
+            "List[int]" in str(a.type) or "SymInt[]" in str(a.type) for a in schema.arguments)
     if any("List[int]" in str(a.type) and a.name not in ("dim", "dims") for a in schema.arguments):
         return True
     pointwise = torch.Tag.pointwise in func.tags
