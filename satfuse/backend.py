@@ -160,18 +160,19 @@ class _Backend:
         """A graph that writes nothing (or needs gradients) is traced once, by AOTAutograd, over our
         decompositions; satfuse compiles the graphs it hands over (one inference graph, or a forward
         and a backward). An inference graph that writes (in place, ``out=``) is traced by capture's
-        own functionalization instead, which applies eager's refusals and write semantics."""
+        own functionalization instead, which applies eager's refusals and write semantics; so is one
+        computing a tensor it never reads (AOTAutograd would drop it; eager runs it, and it may raise)."""
         import torch
         from torch._dynamo.backends.common import aot_autograd
         from torch._guards import detect_fake_mode
 
         from satfuse.engine.capture import decomposition_table
-        from satfuse.engine.capture.graph import GuardMark, writes_tensors
+        from satfuse.engine.capture.graph import GuardMark, has_unused_results, writes_tensors
 
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
         vals = [n.meta.get("example_value", x) for n, x in zip(phs, example_inputs)]
         needs_grad = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in vals)
-        if not needs_grad and writes_tensors(gm):
+        if not needs_grad and (writes_tensors(gm) or has_unused_results(gm)):
             return self.compile_graph(gm, example_inputs, "inference")
         fake_mode = detect_fake_mode(example_inputs)
         mark = GuardMark(fake_mode.shape_env if fake_mode is not None else None)  # before AOTAutograd traces

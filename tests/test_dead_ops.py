@@ -157,3 +157,20 @@ def test_out_dtype_refusal_of_the_kernel():
             f(x.clone())
         with pytest.raises(RuntimeError):
             satfuse.optimize(f, x.clone())
+
+
+def test_compile_keeps_an_unused_op_that_raises():
+    """Dynamo keeps an unused ``gather`` in its graph, AOTAutograd's trace would drop it: the backend
+    captures such a graph itself (found by bench/fuzz.py, compile seed 9101 #62)."""
+
+    def f(e, i2):
+        t1 = e.to(torch.float32).atan()
+        torch.gather(t1, 0, i2)
+        return t1
+
+    torch._dynamo.reset()
+    fn = torch.compile(f, backend="satfuse")
+    e = torch.zeros(3)
+    torch.testing.assert_close(fn(e, torch.tensor([1, 2])), f(e, torch.tensor([1, 2])))
+    with pytest.raises(RuntimeError):
+        fn(torch.zeros(0), torch.tensor([1, 2]))

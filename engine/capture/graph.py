@@ -239,6 +239,17 @@ def writes_tensors(gm: torch.fx.GraphModule) -> bool:
     return False
 
 
+def has_unused_results(gm: torch.fx.GraphModule) -> bool:
+    """Whether a Dynamo graph computes a tensor nothing reads (``torch.gather(t, 0, i)`` never
+    used): eager still runs it and it may raise on values (``engine/fallible.py``), but
+    AOTAutograd's trace drops it; such a graph is captured by satfuse, which keeps it."""
+    for n in gm.graph.nodes:
+        if n.op in ("call_function", "call_method") and not n.users and isinstance(
+                n.meta.get("example_value"), torch.Tensor):
+            return True
+    return False
+
+
 def _aot_output_aliases(gm: torch.fx.GraphModule, n_inputs: int) -> list[AliasInfo | None] | None:
     """Eager's aliasing of the graph's outputs, from the metadata AOTAutograd collected for the graph
     it is compiling (``TracingContext.fw_metadata``): its outputs are (effect tokens, new values
