@@ -589,3 +589,24 @@ def test_in_place_op_cannot_grow_its_target():
         f(a.clone())
     with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
         satfuse.optimize(f, a)
+
+
+def test_as_strided_outside_the_viewed_elements_is_refused():
+    """``a.as_strided`` of a strided input reaching into the gaps: eager writes storage elements the
+    input does not hold; a plan sees only the input's own elements, so it refuses clearly (found by
+    bench/fuzz.py, compile seed 9101 #217: the write was lost)."""
+
+    def f(a, b):
+        t2 = a.as_strided((2,), (1,))
+        t2.reshape(-1).mul_(b)
+        return t2
+
+    base = torch.randn(4)
+    with pytest.raises(CaptureError, match="outside the tensor it views"):
+        satfuse.optimize(f, base[::2], torch.randn(2))
+    for make in (lambda: satfuse.jit(f), lambda: torch.compile(f, backend="satfuse")):
+        torch._dynamo.reset()
+        want_base, got_base = base.clone(), base.clone()
+        b = torch.randn(2)
+        torch.testing.assert_close(make()(got_base[::2], b), f(want_base[::2], b))
+        assert torch.equal(got_base, want_base)

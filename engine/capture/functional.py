@@ -456,6 +456,11 @@ class EagerRewrites(TorchDispatchMode):
             out = func(*args, **kwargs)
             self.gapped[id(out)] = out
             return out
+        if func is torch.ops.aten.as_strided.default and _reaches_outside(*args[:4]):
+            raise OrderDependentWriteError(
+                "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
+                "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
+                "as eager does: call as_strided on the base tensor instead")
         if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
             return args[0]
         if func._schema.is_mutable and torch.Tag.inplace_view not in func.tags:
@@ -473,6 +478,37 @@ class EagerRewrites(TorchDispatchMode):
             if eager_dtype is not None and out.dtype != eager_dtype:
                 out = out.to(eager_dtype)
         return out
+
+
+def _reaches_outside(x: torch.Tensor, size: Any, stride: Any, offset: Any = None) -> bool:
+    """Whether ``x.as_strided(size, stride, offset)`` addresses a storage element ``x`` does not
+    (a view of a strided input reaching into the gaps, or past its last element). Symbolic
+    geometry is specialized (guards: as_strided's meaning depends on every stride); a large
+    strided ``x`` is compared by its extent only."""
+    xs, xt, xo = _geometry(x)
+    ys, yt = [int(n) for n in size], [int(t) for t in stride]
+    yo = xo if offset is None else int(offset)
+    if _numel(ys) == 0:
+        return False
+    if _numel(xs) == 0:
+        return True
+
+    def span(sz: list[int], st: list[int], o: int) -> tuple[int, int]:
+        return (o + sum((n - 1) * t for n, t in zip(sz, st) if t < 0), o + sum((n - 1) * t for n, t in zip(sz, st) if t > 0))
+
+    (xl, xh), (yl, yh) = span(xs, xt, xo), span(ys, yt, yo)
+    if yl < xl or yh > xh:
+        return True
+    if xh - xl + 1 == _numel(xs) or _numel(xs) > 4096 or _numel(ys) > 4096:
+        return False  # x holds every element of its extent (or too large to list: the extent decides)
+
+    def offsets(sz: list[int], st: list[int], o: int) -> set[int]:
+        out = {o}
+        for n, t in zip(sz, st):
+            out = {a + i * t for a in out for i in range(n)}
+        return out
+
+    return not offsets(ys, yt, yo) <= offsets(xs, xt, xo)
 
 
 def _same_memory(dst: Any, src: Any) -> bool:
