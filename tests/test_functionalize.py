@@ -183,6 +183,26 @@ def test_input_metadata_mutation_is_refused_clearly():
         capture(lambda x: x.t_(), torch.randn(2, 3))
 
 
+def test_out_resizing_an_input_is_refused_at_capture():
+    """Eager resizes an empty out= tensor to the result's shape ((0,) -> (0, 0)); AOTAutograd's
+    metadata does not flag it, and capture typed the input by its resized shape, so the plan's
+    own guards rejected the call it was built for (bench/repros safety-fuzz-out-resizes-input-...).
+    optimize refuses clearly; jit runs the call as eager does."""
+    def f(a, b, c):
+        t0 = torch.remainder(a, c)
+        torch.le(a, t0, out=b)
+        return t0
+
+    def inputs():
+        return torch.zeros(0, dtype=torch.bfloat16), torch.zeros(0, dtype=torch.int64), torch.zeros(0, 0, dtype=torch.int64)
+
+    with pytest.raises(CaptureError, match=r"resized by an out= op \(\(0,\) -> \(0, 0\)\)"):
+        satfuse.optimize(f, *inputs())
+    e, s = inputs(), inputs()
+    assert torch.equal(satfuse.jit(f)(*s), f(*e))
+    assert [t.shape for t in s] == [t.shape for t in e]
+
+
 def test_output_aliases_follow_eager():
     def f(x):
         y = x * 2

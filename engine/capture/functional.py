@@ -168,25 +168,37 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
 
 def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     """``flat_fn`` run as eager runs it, on the fake inputs themselves (writes change no fake data;
-    metadata changes of inputs were refused before): its outputs carry eager's sizes, strides,
-    offsets and storage sharing. None where it raises (then the functional geometry stands)."""
+    view-changing in-place ops on inputs were refused before): its outputs carry eager's sizes,
+    strides, offsets and storage sharing. None where it raises (then the functional geometry
+    stands). Raises :class:`MetadataMutationError` where the run resized an input: eager resizes an
+    empty ``out=`` tensor to the result's shape, which AOTAutograd's metadata does not flag."""
     import contextlib
 
     from torch._guards import detect_fake_mode
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     mode = detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)])
     env = getattr(mode, "shape_env", None)
     n_guards = len(env.guards) if env is not None else 0
+    sizes = [f.size() if isinstance(f, torch.Tensor) else None for f in fakes]
     try:  # a look only: whatever this run decides about symbols is not a guard of the plan
         with enable_python_dispatcher(), warnings.catch_warnings(), (
                 env.suppress_guards() if env is not None else contextlib.nullcontext()):
             warnings.simplefilter("ignore")
-            return list(flat_fn(*fakes))
+            outs = list(flat_fn(*fakes))
     except Exception:  # noqa: BLE001 - e.g. a leaf that requires grad written in place
-        return None
+        outs = None
     finally:
         if env is not None:
             del env.guards[n_guards:]
+    for i, (before, f) in enumerate(zip(sizes, fakes)):
+        if before is not None and (len(before) != f.dim() or any(
+                not statically_known_true(a == b) for a, b in zip(before, f.size()))):
+            raise MetadataMutationError(
+                f"input #{i} is resized by an out= op ({tuple(before)} -> {tuple(f.size())}), as eager resizes an "
+                "empty out= tensor: a plan cannot change the caller's tensor's shape; pass an out= tensor of the "
+                "result's shape, or use the out-of-place form and return it")
+    return outs
 
 
 def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None:
