@@ -229,7 +229,8 @@ class FusionDefinition:
 def _fresh(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
     """nvFuser's outputs are new tensors; torch ops may return views (an ``expand`` of an input,
     one output broadcast from another): copy each output whose memory an input or an earlier
-    output already holds, so no output shares memory where nvFuser's would not."""
+    output already holds, so no output shares memory where nvFuser's would not (an empty output
+    included: its storage is still the viewed buffer's)."""
     taken = {x.untyped_storage().data_ptr() for x in inputs if x.numel()}
     out = []
     for t in outs:
@@ -239,6 +240,8 @@ def _fresh(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.T
                 t = t.clone(memory_format=torch.contiguous_format)
                 ptr = t.untyped_storage().data_ptr()
             taken.add(ptr)
+        elif t.untyped_storage().nbytes():  # an empty view of some buffer still holds that buffer
+            t = torch.empty(t.shape, dtype=t.dtype, device=t.device)
         out.append(t)
     return out
 

@@ -408,3 +408,55 @@ def test_foreach_decompositions_equal_the_foreach_ops():
             torch.testing.assert_close(g, e, equal_nan=True, msg=lambda m, op=op: f"{op}: {m}")
         checked += 1
     assert checked >= 60, checked
+
+
+def _where_then_copy(a, b):
+    t = torch.where(a > 0, a, b)
+    t.copy_(b)
+    return t
+
+
+def test_fresh_output_written_from_an_input_does_not_share_it():
+    """``where(...)`` then ``copy_(b)`` is a fresh tensor holding ``b``'s values: the plan of
+    AOTAutograd's graph (static and dynamic) must not hand back ``b``'s storage."""
+    from semantics_util import assert_like_eager
+
+    g = torch.compile(_where_then_copy, backend="satfuse")
+    for n in (0, 4, 0, 3):
+        a, b = torch.randint(-5, 5, (1, n, n)), torch.randn(1, 1, dtype=torch.bfloat16)
+        out, held = g(a, b), {t.untyped_storage().data_ptr() for t in (a, b) if t.untyped_storage().nbytes()}
+        assert not out.untyped_storage().nbytes() or out.untyped_storage().data_ptr() not in held
+        assert_like_eager(_where_then_copy, g, a, b)
+
+
+def _mul_one_of_a_cast(a, b):
+    t3 = b.to(torch.bfloat16)
+    t5 = t3.view(t3.shape)
+    t6 = a.contiguous()
+    t8 = torch.addcdiv(torch.where(t5 > 0, t5, a), torch.sigmoid(a), t3)
+    t6.sub_(t8)
+    return t3, t5
+
+
+def test_rewrites_keep_dtypes_across_casts_of_0d_inputs():
+    """A bf16 cast of an int32 0-d input meeting an f32 input: no rewrite may equate the two
+    dtypes (``algebra/mul-one`` did, a RuleError at compile)."""
+    from semantics_util import assert_like_eager
+
+    g = torch.compile(_mul_one_of_a_cast, backend="satfuse")
+    for v in (0, 1, -3):
+        assert_like_eager(_mul_one_of_a_cast, g, torch.tensor(float(v)), torch.tensor(v, dtype=torch.int32))
+
+
+def _count_positive(x):
+    return (x > 0).sum()
+
+
+def test_aot_graph_refuses_what_eager_kernels_refuse():
+    """A kernel eager has no implementation for (``gt`` of complex, which fake tensors accept)
+    raises eager's error through torch.compile too: the AOTAutograd graph's conversion probes
+    each op's real kernel as capture does, and the graph then runs eagerly."""
+    from semantics_util import assert_like_eager
+
+    x = torch.tensor([1 + 1j, -2j], dtype=torch.complex64)
+    assert_like_eager(_count_positive, torch.compile(_count_positive, backend="satfuse"), x)
