@@ -178,10 +178,51 @@ def test_self_overlap_raises_eagers_error(fn):
     assert torch.equal(x, before)
 
 
+def test_self_overlap_after_a_write_is_judged_on_eagers_geometry():
+    """After ``sin(a, out=a)``, functionalization's ``a[::2]`` of a one-element strided ``a`` has
+    ``a``'s stride; eager's has twice it, and refuses ``a[::2].add_(a)`` (one element, two
+    strides: a partial overlap). Found by the optimize fuzzer (seed 1202, #291): the plan returned."""
+    def f(a):
+        torch.sin(a, out=a)
+        a[::2].add_(a)
+        return a
+
+    def inputs():
+        return torch.ones(2, dtype=torch.float16)[::2]
+
+    with pytest.raises(RuntimeError, match="single memory location") as eager:
+        f(inputs())
+    with pytest.raises(type(eager.value), match="single memory location"):
+        satfuse.optimize(f, inputs())
+    x = inputs()
+    with pytest.raises(type(eager.value), match="single memory location"):
+        satfuse.jit(f)(x)
+    assert torch.equal(x, inputs())
+
+
 def test_input_metadata_mutation_is_refused_clearly():
     with pytest.raises(CaptureError, match="metadata changed in place"):
         capture(lambda x: x.t_(), torch.randn(2, 3))
 
+
+def test_empty_write_is_nothing_even_into_an_expanded_input():
+    """``a[:, 1:] = 0`` of a (2, 1) ``a`` writes no element: eager allows it on an expanded ``a``
+    (was: OverlappingInputWriteError at capture) and leaves ``a`` untouched; the plan has no
+    write-back. A write that does reach an element of the expanded input is still refused."""
+    def f(a, b):
+        a[:, 1:] = 0
+        a[2:].mul_(b[:0].sum())
+        return b * 2
+
+    def inputs():
+        return torch.tensor([[1.5]], dtype=torch.bfloat16).expand(2, 1), torch.arange(3.0)
+
+    plan = satfuse.optimize(f, *inputs())
+    assert not plan.trace.writebacks
+    e, s = inputs(), inputs()
+    assert torch.equal(plan(*s), f(*e)) and torch.equal(s[0], e[0])
+    with pytest.raises(CaptureError, match="holds one element at several positions"):
+        satfuse.optimize(lambda a: a[1:].mul_(2), torch.ones(1, 1).expand(2, 1))
 
 def test_out_resizing_an_input_is_refused_at_capture():
     """Eager resizes an empty out= tensor to the result's shape ((0,) -> (0, 0)); AOTAutograd's

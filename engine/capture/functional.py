@@ -171,7 +171,10 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     view-changing in-place ops on inputs were refused before): its outputs carry eager's sizes,
     strides, offsets and storage sharing. None where it raises (then the functional geometry
     stands). Raises :class:`MetadataMutationError` where the run resized an input: eager resizes an
-    empty ``out=`` tensor to the result's shape, which AOTAutograd's metadata does not flag."""
+    empty ``out=`` tensor to the result's shape, which AOTAutograd's metadata does not flag. The
+    overlap checks (:class:`_OverlapCheck`) run here too: after a write, a functional view's
+    strides are the new value's (``sin(a, out=a)`` then ``a[::2].add_(a)`` on a strided ``a``: eager
+    sees two strides of one element and refuses), so the functional pass alone misses verdicts."""
     import contextlib
 
     from torch._guards import detect_fake_mode
@@ -183,9 +186,11 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     sizes = [f.size() if isinstance(f, torch.Tensor) else None for f in fakes]
     try:  # a look only: whatever this run decides about symbols is not a guard of the plan
         with enable_python_dispatcher(), warnings.catch_warnings(), (
-                env.suppress_guards() if env is not None else contextlib.nullcontext()):
+                env.suppress_guards() if env is not None else contextlib.nullcontext()), _OverlapCheck():
             warnings.simplefilter("ignore")
             outs = list(flat_fn(*fakes))
+    except (EagerError, OrderDependentWriteError):
+        raise  # eager's memory-overlap verdicts on eager's own geometry (see the docstring)
     except Exception:  # noqa: BLE001 - e.g. a leaf that requires grad written in place
         outs = None
     finally:
@@ -469,6 +474,7 @@ class EagerRewrites(TorchDispatchMode):
             self.gapped[id(out)] = out
             return out
         if func is torch.ops.aten.as_strided.default and _reaches_outside(*args[:4]):
+            with_eager_check(func)(*args, **kwargs)  # eager's own refusal first (a view past the storage)
             raise OrderDependentWriteError(
                 "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
                 "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
@@ -476,6 +482,9 @@ class EagerRewrites(TorchDispatchMode):
         if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
             return args[0]
         if func._schema.is_mutable and torch.Tag.inplace_view not in func.tags:
+            nothing = _empty_write(func, args, kwargs)
+            if nothing is not None:
+                return nothing
             for a, v in zip(func._schema.arguments, args):
                 if a.alias_info is not None and a.alias_info.is_write and id(v) in self.gapped:
                     raise OrderDependentWriteError(
@@ -490,6 +499,40 @@ class EagerRewrites(TorchDispatchMode):
             if eager_dtype is not None and out.dtype != eager_dtype:
                 out = out.to(eager_dtype)
         return out
+
+
+def _empty_write(func: Any, args: tuple, kwargs: dict) -> Any:
+    """What an elementwise in-place / ``out=`` op returns when every tensor it writes has no element
+    (``a[:, 1:] = 0`` of a (2, 1) ``a``), or None otherwise: eager's kernel writes nothing, so the
+    op is nothing (no write-back of an untouched input; an expanded input stays allowed, as in
+    eager). Its dtype and Scalar refusals still apply (``probe_kernel``); operands that do not
+    broadcast to the written shape go on to eager's own error. Sizes that are symbolic are not
+    taken as empty (no guard is added)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    schema = func._schema
+    if not _elementwise(func):
+        return None
+    values = {a.name: (args[i] if i < len(args) else kwargs.get(a.name)) for i, a in enumerate(schema.arguments)}
+    written = [(a, values[a.name]) for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if not written or not all(isinstance(w, torch.Tensor) and statically_known_true(w.numel() == 0) for _, w in written):
+        return None
+    shapes = [tuple(v.size()) for v in values.values() if isinstance(v, torch.Tensor)]
+    try:
+        if any(tuple(torch.broadcast_shapes(*shapes)) != tuple(w.size()) for _, w in written):
+            return None
+    except RuntimeError:
+        return None
+    outs = []
+    for r in schema.returns:
+        src = [w for a, w in written if r.alias_info is not None and a.alias_info.before_set == r.alias_info.before_set]
+        if len(src) != 1:
+            return None
+        outs.append(src[0])
+    if not outs:
+        return None
+    probe_kernel(func, args, kwargs)
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _reaches_outside(x: torch.Tensor, size: Any, stride: Any, offset: Any = None) -> bool:
