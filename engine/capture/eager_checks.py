@@ -206,13 +206,18 @@ def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
     promotes otherwise (``pow(bool, False)`` is bool in eager, int64 on meta), eager's dtype wins."""
     from torch.utils._python_dispatch import _disable_current_modes
 
-    leaves, spec = pytree.tree_flatten((args, kwargs))
+    if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
+        leaves, spec = list(args), None  # the common case, without pytree's cost (capture calls this per op)
+    else:
+        leaves, spec = pytree.tree_flatten((args, kwargs))
     if _probe_skips(func, leaves):
         return None
     key = _probe_key(func, leaves)
     if key is None:
         return None
     if key not in _PROBED:
+        if spec is None:
+            leaves, spec = pytree.tree_flatten((args, kwargs))
         err: BaseException | None = None
         dtype: torch.dtype | None = None
         with _disable_current_modes(), torch.no_grad(), warnings.catch_warnings():

@@ -494,7 +494,8 @@ class EagerRewrites(TorchDispatchMode):
                         "slices")
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
-        if isinstance(out, torch.Tensor) and torch.Tag.pointwise in func.tags:
+        if isinstance(out, torch.Tensor) and torch.Tag.pointwise in func.tags and any(
+                type(a) in (bool, int, float, complex) for a in args):  # promotion with a number operand
             eager_dtype = probe_kernel(func, args, kwargs)  # cached per dtypes: run once in the first pass
             if eager_dtype is not None and out.dtype != eager_dtype:
                 out = out.to(eager_dtype)
