@@ -671,3 +671,16 @@ def test_as_strided_outside_the_viewed_elements_is_refused():
         b = torch.randn(2)
         torch.testing.assert_close(make()(got_base[::2], b), f(want_base[::2], b))
         assert torch.equal(got_base, want_base)
+
+
+def test_as_strided_of_a_computed_tensor_is_refused():
+    """``b.contiguous().as_strided(...)`` of an expanded ``b``: eager addresses the copy's memory,
+    a plan has only values (found by bench/fuzz.py, optimize seed 7102 #383: a crash). On a
+    contiguous ``b``, ``contiguous()`` is ``b`` itself and the plan serves it."""
+
+    def f(b):
+        return b.contiguous().as_strided((2,), (1,)).to(torch.bool)
+
+    with pytest.raises(CaptureError, match="as_strided of a computed tensor"):
+        satfuse.optimize(f, torch.tensor([3]).expand(2))
+    _differential(f, [torch.tensor([3, 0])], _optimize)

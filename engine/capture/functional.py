@@ -110,7 +110,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
     check = _OverlapCheck()
 
     def checked(*args: Any) -> list[Any]:
-        with check, EagerRewrites():
+        with check, EagerRewrites(args):
             out = flat_fn(*args)
         box.append((args, out))
         return out
@@ -241,7 +241,7 @@ def _functionalized(flat_fn: Callable) -> Callable:
     def run(*args: Any) -> list[Any]:
         with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
             f_args = [to_fun(a) for a in args]
-            with EagerRewrites():
+            with EagerRewrites(f_args):
                 outs = flat_fn(*f_args)
         for before, after in zip(args, f_args):
             if isinstance(before, torch.Tensor) and has_data_mutation(after):
@@ -455,14 +455,17 @@ class EagerRewrites(TorchDispatchMode):
       the same sizes, strides and offset). Functionalization's own inverse of ``unfold`` is
       ``unfold_backward``, which zeroes every element no window covers: a write through
       ``t.unfold(0, 2, 3)`` would zero the gaps. Slices and views have exact scatter inverses.
+    - ``as_strided`` of a tensor that is not (a view of) an input, or reaching elements outside the
+      tensor it views, is refused: both depend on memory layout, which a plan does not carry.
     - ``dst.copy_(src)`` where ``src`` is ``dst``'s own memory at the same geometry and dtype is
       nothing (eager's ``copy_`` returns early), even where ``dst`` holds an element twice.
     - an op whose meta kernel promotes to another dtype than eager's kernel (``pow(bool, False)``
       is bool in eager, int64 on meta) is cast to eager's dtype (``eager_checks.probe_kernel``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, inputs: Sequence[Any] = ()) -> None:
         super().__init__()
         self.gapped: dict[int, torch.Tensor] = {}  # unfolds left as they are (kept alive: ids stay unique)
+        self.inputs = [x for x in inputs if isinstance(x, torch.Tensor)]  # the program's tensors (their storage)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -473,6 +476,11 @@ class EagerRewrites(TorchDispatchMode):
             out = func(*args, **kwargs)
             self.gapped[id(out)] = out
             return out
+        if func is torch.ops.aten.as_strided.default and not any(_same_storage(args[0], x) for x in self.inputs):
+            raise OrderDependentWriteError(
+                "as_strided of a computed tensor: its meaning is the memory layout eager gave that tensor, which a "
+                "plan does not reproduce (values, not layouts, flow through it): call as_strided on an input, or "
+                "use view/slicing ops")
         if func is torch.ops.aten.as_strided.default and _reaches_outside(*args[:4]):
             with_eager_check(func)(*args, **kwargs)  # eager's own refusal first (a view past the storage)
             raise OrderDependentWriteError(
