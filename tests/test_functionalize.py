@@ -684,3 +684,31 @@ def test_as_strided_of_a_computed_tensor_is_refused():
     with pytest.raises(CaptureError, match="as_strided of a computed tensor"):
         satfuse.optimize(f, torch.tensor([3]).expand(2))
     _differential(f, [torch.tensor([3, 0])], _optimize)
+
+
+def test_overlap_checks_use_eagers_view_geometry():
+    """Functionalization rebuilds a view of a written tensor with the new value's geometry
+    (offset 0 where eager's view keeps the input's 1): the overlap checks use eager's (found by
+    bench/fuzz.py, optimize seed 7105 #61, a false refusal; jit seed 9002 #38, a missed one)."""
+
+    def f(a, b, i2):
+        b.index_copy_(0, i2, torch.zeros_like(b).narrow(0, 0, 1))
+        b.view(b.shape).mul_(b)
+        return a * 1
+
+    base = torch.arange(3, dtype=torch.int32)
+    want_base, got_base = base.clone(), base.clone()
+    a, i2 = torch.ones(2, dtype=torch.int32), torch.tensor([1])
+    plan = satfuse.optimize(f, a, base.clone()[1:], i2)
+    torch.testing.assert_close(plan(a, got_base[1:], i2), f(a, want_base[1:], i2))
+    assert torch.equal(got_base, want_base)
+
+    def g(b):
+        b[-1] = b  # eager: the source (an expand of a 0-d view) partially overlaps the target
+        return b
+
+    with pytest.raises(RuntimeError, match="single memory location"):
+        g(torch.zeros(1, 1, 1))
+    for make in (_optimize, _jit):
+        with pytest.raises(RuntimeError, match="single memory location"):
+            make(g, [torch.zeros(1, 1, 1)])(torch.zeros(1, 1, 1))

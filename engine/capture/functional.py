@@ -317,7 +317,55 @@ class _OverlapCheck(TorchDispatchMode):
                             f"{func} reads a tensor that overlaps the tensor it writes element by element in another "
                             "layout (eager's result then depends on its loop order, which a functional plan cannot "
                             "reproduce): clone() the operand before the in-place op")
-        return with_eager_check(func)(*args, **kwargs)
+        out = with_eager_check(func)(*args, **kwargs)
+        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor):
+            self._record_views(func, args, kwargs, out)
+        return out
+
+    # Functionalization rebuilds a view of a written tensor from its new value, with that value's
+    # geometry (``b.view(s)`` after ``b.index_copy_`` reports offset 0 where eager's has b's 1):
+    # the overlap checks read eager's geometry of each view from this table instead, replayed on
+    # meta tensors from the geometry of the tensor it views.
+    def __enter__(self) -> "_OverlapCheck":
+        self.views: dict[int, tuple[Any, tuple[list[int], list[int], int]]] = {}
+        _EAGER_VIEWS.table = self.views
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        _EAGER_VIEWS.table = None
+        super().__exit__(*exc)
+
+    def _record_views(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        leaves = pytree.tree_leaves((args[1:], kwargs))
+        if any(isinstance(x, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
+            return
+        x = args[0]
+        try:
+            sz, st, off = _geometry(x, specialize=False)
+        except (TypeError, ValueError):
+            return  # symbolic: functionalization's geometry is all there is
+        need = off + (sum((n - 1) * t for n, t in zip(sz, st)) + 1 if all(sz) else 0)
+        try:
+            with _disable_current_modes(), torch._C._DisablePythonDispatcher():  # eager's C++ view kernels
+                buf = torch.empty(max(need, 1), dtype=x.dtype, device="meta").untyped_storage()
+                m = torch.empty(0, dtype=x.dtype, device="meta").set_(buf, off, sz, st)
+                res = func(m, *args[1:], **kwargs)
+        except Exception:  # noqa: BLE001 - a view meta cannot replay: keep functionalization's geometry
+            return
+        outs = out if isinstance(out, (list, tuple)) else [out]
+        metas = res if isinstance(res, (list, tuple)) else [res]
+        for o, r in zip(outs, metas):
+            if isinstance(o, torch.Tensor) and isinstance(r, torch.Tensor):
+                self.views[id(o)] = (o, ([int(n) for n in r.size()], [int(t) for t in r.stride()],
+                                         int(r.storage_offset())))
+
+
+#: the view geometry table of the active :class:`_OverlapCheck` (None outside capture's first pass)
+_EAGER_VIEWS = threading.local()
+
+
 
 
 #: eager's memory-overlap refusals (ATen's MemoryOverlap.cpp), as its messages word them
@@ -581,8 +629,11 @@ def _same_memory(dst: Any, src: Any) -> bool:
         return False
     if dst is src:
         return True
-    geo = [(_concrete(t.size()), _concrete(t.stride()), _concrete([t.storage_offset()])) for t in (dst, src)]
-    return None not in geo[0] and geo[0] == geo[1] and _same_storage(dst, src)
+    try:
+        geo = [_geometry(t, specialize=False) for t in (dst, src)]
+    except TypeError:
+        return False
+    return geo[0] == geo[1] and _same_storage(dst, src)
 
 
 def _unfold_views(x: torch.Tensor, dim: int, size: int, step: int) -> torch.Tensor | None:
@@ -677,9 +728,20 @@ def _order_dependent(w: torch.Tensor, r: torch.Tensor) -> bool:
     return bool((hit & (rd != wr)).any())
 
 
-def _geometry(t: torch.Tensor) -> tuple[list[int], list[int], int]:
-    """Sizes, strides and offset as ints: a symbolic one is specialized (a guard), which happens
-    only for tensors already known to share a written tensor's storage."""
+def _geometry(t: torch.Tensor, specialize: bool = True) -> tuple[list[int], list[int], int]:
+    """Sizes, strides and offset as ints, eager's where the check mode replayed the view
+    (``_OverlapCheck``): a symbolic one is specialized (a guard), which happens only for tensors
+    already known to share a written tensor's storage (``specialize=False``: raise TypeError)."""
+    table = getattr(_EAGER_VIEWS, "table", None)
+    if table is not None:
+        hit = table.get(id(t))
+        if hit is not None and hit[0] is t:
+            return hit[1]
+    if not specialize:
+        vals = _concrete([*t.size(), *t.stride(), t.storage_offset()])
+        if vals is None:
+            raise TypeError("symbolic geometry")
+        return vals[:t.dim()], vals[t.dim():2 * t.dim()], vals[-1]
     return [int(s) for s in t.size()], [int(s) for s in t.stride()], int(t.storage_offset())
 
 
