@@ -44,7 +44,7 @@ from .emit import NVFUSER_VERSION, EmittedSegment, emit_segment
 from .guards import GuardError, Prologue, build_prologue, pyexpr
 from .kernels import predict
 from .obligations import obligation_checks, obligation_flags
-from .segments import TORCH_VIEW, VIEW_OPS, Fallback, Segment, live_nodes, may_alias_nodes, partition
+from .segments import TORCH_VIEW, VIEW_OPS, Fallback, Segment, live_nodes, may_alias_nodes, opaque_aliasing, partition
 from .writeback import Clone, WriteCopy, plan_writebacks, step_nodes
 
 EXECUTORS = ("auto", "reference", "nvfuser")
@@ -497,8 +497,9 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     seen: set[str] = set()
     prod = trace.producers()
 
-    def root(v: Var) -> Var:  # the value a chain of views starts from
-        while v in prod and prod[v].op in VIEW_OPS and prod[v].args and isinstance(prod[v].args[0], Var):
+    def root(v: Var) -> Var:  # the value a chain of views (vocabulary or torch views) starts from
+        while v in prod and prod[v].args and isinstance(prod[v].args[0], Var) and (
+                prod[v].op in VIEW_OPS or (is_opaque(prod[v].op) and any(opaque_aliasing(prod[v].op)))):
             v = prod[v].args[0]
         return v
 

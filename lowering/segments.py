@@ -89,7 +89,8 @@ TORCH_VIEW = "of a value from outside every segment (no kernel)"
 VIEW_OPS = {"reshape", "permute", "squeeze", "broadcast_in_dim", "slice", "cast"}
 
 
-def _opaque_aliasing(op: str) -> list[bool]:
+def opaque_aliasing(op: str) -> list[bool]:
+    """Per result of an opaque torch op: whether its schema says it aliases an input (a view)."""
     try:
         schema = resolve_opaque(op)._schema
     except Exception:  # unknown op: assume every result may alias every input
@@ -110,7 +111,7 @@ def may_alias_nodes(trace: Trace, nodes: list[Node]) -> dict[int, frozenset[int]
         if not src:
             continue
         if is_opaque(n.op):
-            flags = _opaque_aliasing(n.op)
+            flags = opaque_aliasing(n.op)
             for i, o in enumerate(n.outs):
                 if flags[min(i, len(flags) - 1)]:
                     al[id(o)] = src

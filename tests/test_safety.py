@@ -193,6 +193,21 @@ def test_view_of_a_value_written_into_the_input_is_returned_fresh():
     torch.testing.assert_close(out, f(a.clone()))
 
 
+def test_clone_of_a_torch_view_of_a_written_input_is_fresh():
+    """``a.diagonal()`` (a torch view) of ``a`` written in place, then cloned: the rules drop the
+    clone, the plan returns a fresh tensor all the same (found by bench/fuzz.py, jit seed 9203 #319)."""
+
+    def f(a):
+        t0 = a.diagonal()
+        a.tan_()
+        return t0.clone()
+
+    for make in (lambda: satfuse.optimize(f, torch.randn(1, 1)), lambda: satfuse.jit(f, dynamic=True)):
+        x = torch.randn(1, 1)
+        out = make()(x)
+        assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
 def test_two_equal_outputs_are_two_tensors():
     def f(x):
         return x * 2, x * 2
