@@ -123,20 +123,40 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
         else:
             for o in n.outs:
                 kd[id(o)] = up
+    # keep only direct edges (the group graph's reachability is the same): a residual path
+    # carries every earlier reduction into ``up``, which made each rebuild quadratic
+    anc: list[int] = []  # bitmask of every reduction each one runs after
+    for i, ps in enumerate(pred):
+        mask = 0
+        for p in ps:
+            mask |= anc[p]
+        pred[i] = {p for p in ps if not mask >> p & 1}
+        anc.append(mask | sum(1 << p for p in pred[i]))
     leader = list(range(len(reds)))
 
     def find(i: int) -> int:
         while leader[i] != i:
+            leader[i] = leader[leader[i]]  # path halving: chains stay short
             i = leader[i]
         return i
 
+    graph: list[dict[int, set[int]]] = []  # the group graph, rebuilt only after a merge
+
+    def successors() -> dict[int, set[int]]:
+        if not graph:
+            succ: dict[int, set[int]] = {}
+            for i, ps in enumerate(pred):
+                fi = find(i)
+                for p in ps:
+                    fp = find(p)
+                    if fp != fi:
+                        succ.setdefault(fp, set()).add(fi)
+            graph.append(succ)
+        return graph[0]
+
     def reaches(a: int, b: int, skip_direct: bool) -> bool:
         """A path from group a to group b (through another group when ``skip_direct``)."""
-        succ: dict[int, set[int]] = {}
-        for i, ps in enumerate(pred):
-            for p in ps:
-                if find(p) != find(i):
-                    succ.setdefault(find(p), set()).add(find(i))
+        succ = successors()
         stack = [c for c in succ.get(a, ()) if not (skip_direct and c == b)]
         seen = set(stack)
         while stack:
@@ -155,11 +175,12 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
     order = sorted(by_sig, key=lambda sg: -_numel_sig(sg))
     for sg in order:
         members = by_sig[sg]
-        for i in members[1:]:
-            for j in members[:members.index(i)]:
+        for k, i in enumerate(members[1:], 1):
+            for j in members[:k]:
                 a, b = find(j), find(i)
                 if a != b and not reaches(a, b, True) and not reaches(b, a, True):
                     leader[b] = a
+                    graph.clear()
                     break
     groups: dict[int, list[Node]] = {}
     for i, r in enumerate(reds):
