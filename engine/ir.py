@@ -284,8 +284,9 @@ class Trace:
             if isinstance(o, Var) and id(o) not in defined:
                 raise IRError(f"output {o.name} is not defined")
         seen: set[int] = set()
+        inputs = {id(v) for v in self.inputs}
         for buf, val in self.writebacks:
-            if not any(buf is v for v in self.inputs):
+            if id(buf) not in inputs:
                 raise IRError(f"write-back target {buf.name} is not an input")
             if id(buf) in seen:
                 raise IRError(f"two write-backs to {buf.name}")

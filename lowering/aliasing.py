@@ -131,7 +131,8 @@ def shares_memory(inputs: Sequence[Any]) -> bool:
 
 def written_positions(trace: Any) -> list[int]:
     """Positions of the trace's inputs that it writes back."""
-    return [i for i, v in enumerate(trace.inputs) if any(v is b for b, _ in trace.writebacks)]
+    written = {id(b) for b, _ in trace.writebacks}
+    return [i for i, v in enumerate(trace.inputs) if id(v) in written]
 
 
 def of_trace(trace: Any, values: Sequence[Any]) -> Pattern:

@@ -282,8 +282,10 @@ class _Emitter:
         inputs: list[Any] = []
         alias_bufs = {id(b) for b, _ in seg.aliases}
         in_vars = list(seg.inputs)
+        have = {id(v) for v in in_vars}
         for b, _ in seg.aliases:
-            if all(b is not v for v in in_vars):
+            if id(b) not in have:
+                have.add(id(b))
                 in_vars.append(b)
         in_vars.sort(key=lambda v: v.name)
         devices = {v.type.device for v in in_vars if isinstance(v.type, TensorType)}

@@ -86,7 +86,8 @@ class _Fusion:
         self.real = real
         self.plan_lines = plan_lines
         self.first_line = first_line
-        self.alias_pos = [i for i, v in enumerate(emitted.inputs) if any(v is b for b, _ in emitted.aliases)]
+        aliased = {id(b) for b, _ in emitted.aliases}
+        self.alias_pos = [i for i, v in enumerate(emitted.inputs) if id(v) in aliased]
         self.calls = 0
 
     def build(self) -> Any:

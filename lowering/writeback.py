@@ -98,6 +98,7 @@ class _SegReads:
 
     nodes: list[tuple[Node, list[Var]]]
     readers: dict[int, list[int]]  # id(var) -> indices into nodes, in order
+    sharing: dict[int, list[Var]] | None = None  # id(buffer) -> inputs that may share its storage
 
     @classmethod
     def of(cls, seg: Segment) -> "_SegReads":
@@ -114,8 +115,13 @@ class _SegReads:
 def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]], reads: _SegReads) -> str | None:
     """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape
     and the segment reads that value only through ``buf`` itself (a view maps elements elsewhere)."""
-    for v in seg.inputs:
-        if v is not buf and id(buf) in al.get(id(v), ()):
+    if reads.sharing is None:  # per buffer, the segment's inputs that may share its storage
+        reads.sharing = {}
+        for v in seg.inputs:
+            for x in al.get(id(v), ()):
+                reads.sharing.setdefault(x, []).append(v)
+    for v in reads.sharing.get(id(buf), ()):
+        if v is not buf:
             return f"{seg.name} also reads {v.name}, which may share {buf.name}'s storage"
     dep = {id(buf)}
     shape = buf.type.shape
@@ -183,15 +189,37 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
             clone_pos[id(v)] = pos
             inserts.append((pos, 0, Clone(v, nm, "the write-back source shares storage with a written buffer")))
 
+    # per written buffer, the positions that read its old storage: built once (a scan per
+    # buffer was quadratic in write-backs: an Adam step over 600 tensors)
+    readers: dict[int, list[float]] = {}
+    for i, s in enumerate(steps):
+        hit: set[int] = set()
+        for v in _step_reads(s):
+            hit |= al.get(id(v), frozenset()) & written
+        for b in hit:
+            readers.setdefault(b, []).append(float(i))
+    for b, v in wbs:  # copies from values that live in another buffer's old storage read it too
+        for x in al.get(id(v), frozenset()) & written:
+            if x != id(b):
+                readers.setdefault(x, []).append(clone_pos.get(id(v), float(len(steps))))
+
     def readers_of(buf: Var) -> list[float]:
-        out = [float(i) for i, s in enumerate(steps)
-               if any(id(buf) in al.get(id(v), frozenset()) for v in _step_reads(s))]
-        for b, v in wbs:  # copies from values that live in buf's old storage read it too
-            if b is not buf and id(buf) in al.get(id(v), frozenset()):
-                out.append(clone_pos.get(id(v), float(len(steps))))
-        return out
+        return readers.get(id(buf), [])
 
     seg_reads: dict[int, _SegReads] = {}
+    aliased: dict[int, set[int]] = {}  # step -> ids of the buffers it writes in place
+    seg_inputs: dict[int, set[int]] = {}  # step -> ids of its inputs (once it gains one)
+    dropped: dict[int, set[int]] = {}  # step -> ids of outputs that now live in a buffer
+    grew: set[int] = set()  # steps that gained a buffer input
+    outputs_of: dict[int, list[Var]] = {}  # step -> the program outputs it computes
+    outputs_sharing: dict[int, list[Var]] = {}  # id(buffer) -> outputs that may share its storage
+    for o in trace.outputs:
+        if isinstance(o, Var):
+            if id(o) in producer:
+                outputs_of.setdefault(producer[id(o)], []).append(o)
+            for x in al.get(id(o), frozenset()):
+                if not any(o is u for u in outputs_sharing.get(x, ())):
+                    outputs_sharing.setdefault(x, []).append(o)
     for b, v in wbs:
         reads = readers_of(b)
         last = max(reads, default=-1.0)
@@ -205,8 +233,8 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
                 lives_in[id(v)] = b
                 decisions[b.name] = f"written in place by {fb.node.op} (only the written elements move)"
                 write_at = p - 0.5
-                for o in trace.outputs:
-                    if isinstance(o, Var) and id(b) in al.get(id(o), frozenset()) and id(o) not in lives_in:
+                for o in outputs_sharing.get(id(b), ()):
+                    if id(o) not in lives_in:
                         nm = fresh(o.name)
                         inserts.append((write_at, 1, Clone(o, nm, f"{b.name} is written after this output is taken")))
                         src_name.setdefault(id(o), nm)
@@ -222,14 +250,13 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
             why = f"{_step_label(steps[barrier])} may raise later: nothing is written before it"
         elif al.get(id(v)):
             why = "its value may share storage with an input"
-        elif any(b2 is b for b2, _ in steps[p].aliases):
+        elif id(b) in aliased.get(p, ()):
             why = "already aliased"
         else:
             if float(p) in reads and p not in seg_reads:
                 seg_reads[p] = _SegReads.of(steps[p])
             why = _pointwise_cone(steps[p], b, al, seg_reads[p]) if float(p) in reads else None
-            if why is None and any(producer.get(id(o)) == p and o is not v and id(b) in al.get(id(o), frozenset())
-                                   for o in trace.outputs if isinstance(o, Var)):
+            if why is None and any(o is not v and id(b) in al.get(id(o), frozenset()) for o in outputs_of.get(p, ())):
                 # an output that may share b's storage is cloned before b is written, and it
                 # does not exist before the segment that would write b in place has run
                 why = f"an output that may share {b.name}'s storage comes from the same segment"
@@ -237,10 +264,15 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
             seg = steps[p]
             assert isinstance(seg, Segment)
             seg.aliases.append((b, v))
-            if all(b is not x for x in seg.inputs):
-                seg.inputs = sorted(seg.inputs + [b], key=lambda x: x.name)
-            if any(v is o for o in seg.outputs):  # later readers read the buffer itself
-                seg.outputs = [o for o in seg.outputs if o is not v]
+            aliased.setdefault(p, set()).add(id(b))
+            ins = seg_inputs.get(p)
+            if ins is None:
+                ins = seg_inputs[p] = {id(x) for x in seg.inputs}
+            if id(b) not in ins:
+                ins.add(id(b))
+                seg.inputs.append(b)  # sorted by name once every write-back is decided
+                grew.add(p)
+            dropped.setdefault(p, set()).add(id(v))  # later readers read the buffer itself
             lives_in[id(v)] = b
             decisions[b.name] = f"aliased in {seg.name} (add_output alias_input={b.name})"
             write_at = p - 0.5  # the write happens while P runs
@@ -252,11 +284,15 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
             decisions[b.name] = f"copy after {_step_label(steps[int(pos)]) if pos >= 0 else 'the prologue'}: {why}"
             write_at = pos
         # program outputs that may alias the old value: clone them before the write
-        for o in trace.outputs:
-            if isinstance(o, Var) and id(b) in al.get(id(o), frozenset()) and id(o) not in lives_in:
+        for o in outputs_sharing.get(id(b), ()):
+            if id(o) not in lives_in:
                 nm = fresh(o.name)
                 inserts.append((write_at, 1, Clone(o, nm, f"{b.name} is written after this output is taken")))
                 src_name.setdefault(id(o), nm)
+    for p, gone in dropped.items():
+        steps[p].outputs = [o for o in steps[p].outputs if id(o) not in gone]
+    for p in grew:
+        steps[p].inputs.sort(key=lambda x: x.name)
     out_names = {}
     for o in trace.outputs:
         if isinstance(o, Var):
