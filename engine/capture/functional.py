@@ -524,17 +524,19 @@ class EagerRewrites(TorchDispatchMode):
             out = func(*args, **kwargs)
             self.gapped[id(out)] = out
             return out
-        if func is torch.ops.aten.as_strided.default and not any(_same_storage(args[0], x) for x in self.inputs):
-            raise OrderDependentWriteError(
-                "as_strided of a computed tensor: its meaning is the memory layout eager gave that tensor, which a "
-                "plan does not reproduce (values, not layouts, flow through it): call as_strided on an input, or "
-                "use view/slicing ops")
-        if func is torch.ops.aten.as_strided.default and _reaches_outside(*args[:4]):
-            with_eager_check(func)(*args, **kwargs)  # eager's own refusal first (a view past the storage)
-            raise OrderDependentWriteError(
-                "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
-                "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
-                "as eager does: call as_strided on the base tensor instead")
+        if func is torch.ops.aten.as_strided.default:
+            out = func(*args, **kwargs)  # eager's own refusal (a view past the storage) comes first
+            if not any(_same_storage(args[0], x) for x in self.inputs):
+                raise OrderDependentWriteError(
+                    "as_strided of a computed tensor: its meaning is the memory layout eager gave that tensor, "
+                    "which a plan does not reproduce (values, not layouts, flow through it): call as_strided on "
+                    "an input, or use view/slicing ops")
+            if _reaches_outside(*args[:4]):
+                raise OrderDependentWriteError(
+                    "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
+                    "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
+                    "as eager does: call as_strided on the base tensor instead")
+            return out
         if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
             return args[0]
         if func._schema.is_mutable and torch.Tag.inplace_view not in func.tags:
