@@ -89,3 +89,12 @@ def test_item_is_a_clear_capture_error():
 
     with pytest.raises(CaptureError, match=r"\.item\(\).*capturable=True"):
         capture(f, torch.randn(4), torch.tensor(3.0))
+
+
+@pytest.mark.parametrize("fn", [lambda a, b: torch.sub(a, b, alpha=2), lambda a, b: torch.add(a, b, alpha=3),
+                                lambda a, b: torch.rsub(b, a, alpha=2)], ids=["sub", "add", "rsub"])
+def test_alpha_product_is_taken_in_the_promoted_dtype(fn):
+    """``i64 - 2 * i32``: eager multiplies after promotion; the product in int32 wrapped at 2**31
+    (optimize fuzz seed 1208, #491 and #419)."""
+    a, b = torch.tensor([-4, 3]), torch.tensor([[-2**31, 2**31 - 1]], dtype=torch.int32)
+    assert torch.equal(run_trace(capture(fn, a, b).trace, [a, b])[0][0], fn(a, b))

@@ -131,13 +131,20 @@ for _n in UNARY:
 reg(aten.special_erf if hasattr(aten, "special_erf") else aten.erf)(_unary("erf"))
 
 
-def _times_alpha(b: Builder, y: Any, alpha: Any) -> Any:
+def _times_alpha(b: Builder, x: Any, y: Any, alpha: Any) -> Any:
     """``alpha * y`` as torch's ``add``/``sub`` compute it: alpha is first cast to the result
-    dtype (on bools ``alpha=-1`` is True, so ``add(a, b, alpha=-1)`` is ``a or b``)."""
+    dtype (on bools ``alpha=-1`` is True, so ``add(a, b, alpha=-1)`` is ``a or b``), and the
+    product is taken in the dtype both operands promote to, not in ``y``'s (``i64 - 2 * i32``
+    does not wrap at 2**31)."""
     if b.out_type is not None and b.out_type.dtype == "b8":
         alpha = bool(alpha)
     if alpha is True or (not isinstance(alpha, bool) and alpha == 1):
         return y
+    if all(isinstance(v, Var) and isinstance(v.type, TensorType) for v in (x, y)):
+        metas = [torch.empty((1,) * min(_rank(v), 1), dtype=DTYPES[v.type.dtype], device="meta") for v in (x, y)]
+        calc = dtype_name(torch.result_type(*metas))
+        if calc != y.type.dtype:
+            y = b("cast", y, calc)
     return b("mul", y, alpha)
 
 
@@ -195,7 +202,7 @@ def _binary(name: str) -> Callable:
                 x, y = round_float(x, calc), round_float(y, calc)
         if name in ("remainder", "fmod"):
             _int_division_by(b, y)
-        return b.result(b(name, x, _times_alpha(b, y, alpha)))
+        return b.result(b(name, x, _times_alpha(b, x, y, alpha)))
 
     return conv
 
@@ -265,7 +272,7 @@ def _fma(b: Builder, x: Any, y: Any, z: Any) -> Var:
 
 @reg(aten.rsub)
 def _rsub(b: Builder, x: Any, y: Any, alpha: Any = 1) -> Var:
-    return b.result(b("sub", y, _times_alpha(b, x, alpha)))
+    return b.result(b("sub", y, _times_alpha(b, y, x, alpha)))
 
 
 @reg(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
