@@ -318,7 +318,10 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
 
         check(cond, f"input aliasing: {describe(aliasing, names)}", tuple(i for i, _ in tensor_ins), explain)
         flush()
+    symbolic_layouts = {i: lay for i, lay in (layouts or {}).items() if not all(isinstance(e, int) for e in lay[0])}
     for i, (stride, offset) in sorted((layouts or {}).items()):
+        if i in symbolic_layouts:
+            continue  # checked once the prologue binds the symbols of its extents (below)
         v = ins[i]
         check(f"{py[i]}.stride() == {stride!r} and {py[i]}.storage_offset() == {offset}",
               f"{v.name} has strides {stride} and storage offset {offset} (a returned view of it is rebuilt)", (i,))
@@ -382,6 +385,13 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     for e, val, rd, i in deferred:
         check(f"{val} == {pyexpr(e, local)}", f"{rd} == {relation_text(e, shown)}", _inputs_of(e, i, ins))
     flush()
+    for i, (stride, offset) in sorted(symbolic_layouts.items()):
+        _need_bound(sympy.Tuple(*stride, offset), local, "input layout")
+        spelled = ", ".join(pyexpr(sympy.sympify(e), local) for e in stride)
+        check(f"{py[i]}.stride() == ({spelled}{',' if len(stride) == 1 else ''}) and {py[i]}.storage_offset() == "
+              f"{pyexpr(sympy.sympify(offset), local)}",
+              f"{ins[i].name} is contiguous (a returned view of it is rebuilt from its extents)", (i,))
+        flush()
     # 3. predicates from capture / rules, then extent obligations
     seen: set = set()
     for g in trace.guards:

@@ -422,7 +422,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         if dead:
             body.append(f"del {', '.join(dead)}")
     unserved: list[int] = []
-    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in)
+    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in,
+                             sym_local, used_syms)
     body.append(f"return [{', '.join(rets)}]")
     head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:
@@ -478,7 +479,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
 
 
 def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],
-                     layouts: dict[int, Any], unserved: list[int], lives_in: dict[int, Var] | None = None) -> list[str]:
+                     layouts: dict[int, Any], unserved: list[int], lives_in: dict[int, Var] | None = None,
+                     sym_local: dict[sympy.Symbol, str] | None = None, used_syms: set | None = None) -> list[str]:
     """Lines that make the returned tensors alias exactly as eager's do (``trace.output_aliases``;
     empty: every output fresh). Rewrites ``rets`` in place.
 
@@ -488,7 +490,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     - ``OutputAlias("output", j)``: the very object returned at position ``j``;
     - ``OutputAlias("input", i)``: input ``i`` itself when the plan's value lives in it with the
       same shape (``x.add_(1); return x``); ``x.as_strided`` at eager's geometry where the input's
-      layout at capture is known (``layouts``: guarded by the prologue); otherwise the plan's value,
+      layout at capture is known (``layouts``: guarded by the prologue; symbolic geometry is spelled
+      in the symbols the prologue binds, ``sym_local``, and added to ``used_syms``); otherwise the plan's value,
       and ``k`` goes to ``unserved`` (as do ``OutputAlias("shared")`` outputs of symbolic geometry)."""
     aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
     al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
@@ -537,13 +540,19 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
             if name != x and any(b is src for b, v in trace.writebacks if v is o) and tuple(
                     o.type.shape) == tuple(src.type.shape):
                 rets[k] = name = x
-            elif name != x and a.index in layouts and _concrete(a):
+            elif name != x and a.index in layouts and _spellable(a, sym_local or {}):
                 view = name + "_view"
                 while view in taken:
                     view += "_"
                 taken.add(view)
-                lines.append(f"{view} = {x}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset!r})"
+                geo = [pyexpr(sympy.sympify(e), sym_local or {}) for e in (*a.size, *a.stride, a.storage_offset)]
+                n = len(a.size)
+                size, stride = (f"({', '.join(g)}{',' if len(g) == 1 else ''})" for g in (geo[:n], geo[n:2 * n]))
+                lines.append(f"{view} = {x}.as_strided({size}, {stride}, {geo[-1]})"
                              f"  # eager returns this view of {x} (its layout is guarded)")
+                if used_syms is not None:
+                    used_syms |= {s for e in (*a.size, *a.stride, a.storage_offset)
+                                  if isinstance(e, sympy.Basic) for s in e.free_symbols}
                 rets[k] = name = view
             elif name != x:
                 unserved.append(k)
@@ -581,6 +590,15 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
     return lines
 
 
+def _spellable(a: Any, sym_local: dict[sympy.Symbol, str]) -> bool:
+    """A view geometry the plan can spell: integers, or extents over symbols the prologue binds."""
+    if a.size is None or a.stride is None:
+        return False
+    return all(isinstance(e, int) or (isinstance(e, sympy.Expr) and e.is_integer is not False
+                                      and e.free_symbols <= set(sym_local))
+               for e in (*a.size, *a.stride, a.storage_offset))
+
+
 def _concrete(a: Any) -> bool:
     if a.size is None or a.stride is None:  # () is a 0-d view's geometry, not a missing one
         return False
@@ -591,16 +609,31 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
     """The layouts (strides, storage offset) of the inputs an output is a view of, read from the
     example ``inputs``: the plan rebuilds those views with ``as_strided`` at eager's geometry,
     which is exact while the input keeps the layout (the prologue checks it)."""
-    out: dict[int, tuple[tuple[int, ...], int]] = {}
+    out: dict[int, tuple[tuple[Any, ...], Any]] = {}
     for a in trace.output_aliases:
-        if a is None or a.kind != "input" or not _concrete(a) or a.index >= len(inputs):
+        if a is None or a.kind != "input" or a.index >= len(inputs) or a.index in out:
             continue
-        x = inputs[a.index]
+        x, shape = inputs[a.index], trace.inputs[a.index].type.shape
         try:
-            out[a.index] = (tuple(int(s) for s in x.stride()), int(x.storage_offset()))
+            stride, offset = tuple(int(s) for s in x.stride()), int(x.storage_offset())
         except Exception:  # noqa: BLE001 - symbolic layout: the plan's own value is returned
             continue
+        if offset == 0 and stride == _contiguous(tuple(x.shape)):
+            # capture's fake of a contiguous example has the contiguous strides of its (maybe
+            # symbolic) shape, which eager's views are spelled in; the prologue checks them
+            out[a.index] = (_contiguous(shape), 0)
+        elif _concrete(a):
+            out[a.index] = (stride, offset)
     return out
+
+
+def _contiguous(shape: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Row-major strides of ``shape`` (ints or symbolic extents)."""
+    out, acc = [], 1
+    for e in reversed(shape):
+        out.append(acc)
+        acc = acc * e
+    return tuple(reversed(out))
 
 
 def _check_bound(trace: Trace, bound: set[str]) -> None:

@@ -67,12 +67,24 @@ def test_split_program_13_calls():
     assert s["calls"] == len(SPLIT_CALLS) and s["hits"] + s["misses"] == s["calls"]
 
 
-@pytest.mark.xfail(strict=True, reason="split returns views of its input whose geometry is symbolic; a plan "
-                   "returns eager's views only when it is specialised to the sizes (one static plan per call "
-                   "shape: 8 compiles for 13 calls); rebuilding views from stride/offset symbols in the prologue "
-                   "is not built")
 def test_split_program_13_calls_two_compiles():
+    """split's views of ``a`` have symbolic geometry: the plan rebuilds them from the extents the
+    prologue binds (``a``'s contiguous strides are guarded), so one symbolic plan serves the calls."""
     assert _split_calls(satfuse.jit(split_program, dynamic=True))["compiles"] <= 2
+
+
+def test_split_views_of_a_strided_input_follow_its_layout():
+    """A call whose input is not contiguous fails the symbolic plan's layout guard: its views
+    are eager's (the strides of that input), not the contiguous ones the plan spells."""
+    f = satfuse.jit(split_program, dynamic=True)
+    for a in (torch.randn(2, 3, 10), torch.randn(2, 3, 12), torch.randn(2, 10, 3).transpose(1, 2),
+              torch.randn(3, 2, 12)[:, :, 1:11], torch.randn(2, 3, 9)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", satfuse.RecompileLimitWarning)
+            got = f(a, 3, 4)
+        for g, w in zip(got, split_program(a, 3, 4)):
+            assert g.stride() == w.stride() and g.storage_offset() == w.storage_offset() and torch.equal(g, w)
+            assert g.untyped_storage().data_ptr() == a.untyped_storage().data_ptr()
 
 
 def test_split_program_capture_with_one_specializes():
