@@ -738,3 +738,21 @@ def test_overlap_checks_use_eagers_view_geometry():
     for make in (_optimize, _jit):
         with pytest.raises(RuntimeError, match="single memory location"):
             make(g, [torch.zeros(1, 1, 1)])(torch.zeros(1, 1, 1))
+
+
+def test_setitem_of_itself_follows_eagers_overlap_verdict():
+    """``b[-1] = b``: on (1, 1, 1) the view ``b[-1]`` (1, 1) has other strides than ``b`` over one
+    element, a partial overlap eager refuses; on (1, 2, 2) it is a full overlap eager runs (found
+    by jitcompile, jit fuzz seed 9002 #38: satfuse returned on (1, 1, 1))."""
+    def f(b):
+        b[-1] = b
+        return b
+
+    x = torch.randn(1, 1, 1, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="single memory location") as eager:
+        f(x.clone())
+    with pytest.raises(type(eager.value), match="single memory location"):
+        satfuse.optimize(f, x.clone())
+    y = torch.randn(1, 2, 2, dtype=torch.float64)
+    e, s = y.clone(), y.clone()
+    assert torch.equal(satfuse.optimize(f, y.clone())(s), f(e)) and torch.equal(s, e)
