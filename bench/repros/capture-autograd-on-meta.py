@@ -6,6 +6,11 @@
 # the fake tensors of meta inputs dispatch nll_loss to its Meta kernel below Autograd).
 # The same program on CPU inputs captures fine. bench/run.py works around it by capturing
 # autograd programs from uninitialized CPU tensors (torch.empty: pages never touched).
+# Cause (jitcompile, 2026-11-24): capture traces under enable_python_dispatcher (as AOTAutograd); there
+# aten.nll_loss has a Python kernel at DispatchKey.Meta, so torch._ops.resolve_key for AutogradMeta sees a
+# "backend kernel" and skips the CompositeImplicitAutograd decomposition: nll_loss gets the autograd
+# not-implemented fallback and no grad_fn. make_fx(ce_fwd_bwd, tracing_mode="symbolic") on the meta inputs
+# fails the same way without satfuse ("fake" and "real" modes work); CPU fakes resolve AutogradCPU normally.
 import torch
 import torch.nn.functional as F
 
