@@ -172,10 +172,16 @@ def test_slice_extents_every_start_stop(step):
 # ---------------------------------------------------------------- constants that do not fit
 
 def test_pad_int_with_inf_raises_like_eager():
+    """A fill value the dtype cannot hold is eager's refusal of the program: ``optimize`` raises
+    eager's error (a constant of the trace: every call would)."""
     x = torch.arange(5, dtype=torch.int32)
-    check_optimize(lambda t: F.pad(t, (1, 1), value=INF), x)
+    for fn, arg in ((lambda t: F.pad(t, (1, 1), value=INF), x),
+                    (lambda t: F.pad(t, (1, 1), value=300), torch.arange(5, dtype=torch.uint8))):
+        with pytest.raises(RuntimeError, match="without overflow"):
+            fn(arg)
+        with pytest.raises(RuntimeError, match="without overflow"):
+            satfuse.optimize(fn, arg)
     check_optimize(lambda t: F.pad(t, (1, 1), value=2.5), x)
-    check_optimize(lambda t: F.pad(t, (1, 1), value=300), torch.arange(5, dtype=torch.uint8))
     check_optimize(lambda t: t + torch.full((5,), 300, dtype=torch.uint8), torch.arange(5, dtype=torch.uint8))
     check_optimize(lambda t: F.pad(t, (1, 1), value=-INF), torch.arange(5.0))
 
@@ -426,3 +432,23 @@ def test_unbind_of_an_empty_dim():
         return t0
 
     check_optimize(f, torch.zeros(0, 0))
+
+
+def test_scalar_argument_refusals_of_unused_ops():
+    """Eager converts a pad's fill value and an add's alpha with its checks, used or not (found by
+    bench/fuzz.py, optimize seeds 7205 #24 and 7206 #498)."""
+
+    def pad_overflow(d):
+        F.pad(d, (1, 0), value=2**31)
+        return d * 1
+
+    def float_alpha(a):
+        torch.add(a, True, alpha=0.5)
+        return a * 1
+
+    for fn, x in ((pad_overflow, torch.ones(2, dtype=torch.int32)), (float_alpha, torch.ones(2, dtype=torch.int64))):
+        with pytest.raises(RuntimeError):
+            fn(x)
+        with pytest.raises(RuntimeError):
+            satfuse.optimize(fn, x)
+    check_optimize(lambda d: F.pad(d, (1, 0), value=7), torch.ones(2, dtype=torch.int32))

@@ -86,7 +86,8 @@ def _empty_softmax(decomp: Callable) -> Callable:
 def _negative_pad(decomp: Callable) -> Callable:
     """constant_pad_nd: eager's kernel narrows the input by each negative pad, left then right,
     and refuses a negative length ("narrow(): length must be non-negative"); the meta kernel
-    only checks the final size, so ``F.pad(x, (1, -1))`` of an empty dim would pass."""
+    only checks the final size, so ``F.pad(x, (1, -1))`` of an empty dim would pass. The fill
+    value is converted to x's dtype with eager's overflow check (``value=2**31`` on int32)."""
 
     def checked(x: Any, pad: Any, *args: Any, **kwargs: Any) -> Any:
         for k in range(len(pad) // 2):
@@ -99,6 +100,15 @@ def _negative_pad(decomp: Callable) -> Callable:
                     size = size + p
                     if size < 0:
                         raise EagerRefusal("narrow(): length must be non-negative.")
+        value = args[0] if args else kwargs.get("value", 0)
+        if type(value) in (int, float) and value != 0:  # the fill value converts to x's dtype, checked
+            from torch.utils._python_dispatch import _disable_current_modes
+
+            with _disable_current_modes():
+                try:
+                    torch.constant_pad_nd(torch.zeros(1, dtype=x.dtype), [1, 0], value)
+                except RuntimeError as e:
+                    raise EagerRefusal(str(e).strip().splitlines()[0]) from None
         return decomp(x, pad, *args, **kwargs)
 
     return checked
@@ -158,7 +168,8 @@ def with_eager_checks(table: dict) -> dict:
 
 #: what a real kernel raises for the dtypes or Scalar arguments alone, never for tensor values
 _KERNEL_REFUSAL = re.compile(r"not implemented for|only support floating point|Boolean inputs not supported|not supported for complex|support complex|bool tensors? is not supported|"
-                             r"cannot be converted to type .* without overflow|can't be cast to the desired output type|Found dtype \w+ but expected \w+")
+                             r"cannot be converted to type .* without overflow|can't be cast to the desired output type|Found dtype \w+ but expected \w+|"
+                             r"alpha must not be a floating point number|Boolean alpha only supported")
 _PROBED: dict[tuple, tuple[BaseException | None, torch.dtype | None]] = {}
 
 
