@@ -106,9 +106,24 @@ def effects(trace: Trace) -> list[Var]:
             kept.append(n.outs[0])
             live = True
         if live:
-            need.update(id(v) for v in n.inputs())
+            need.update(id(v) for v in _value_operands(n))
     order = {id(o): i for i, n in enumerate(trace.nodes) for o in n.outs}
     return sorted({id(v): v for v in kept}.values(), key=lambda v: order.get(id(v), -1))
+
+
+#: ops whose first operand gives only its shape and dtype (``copy_(dst, src)`` is ``src`` cast and
+#: broadcast to ``dst``'s): an op read only there is dead too, and the e-graph drops the read
+_SHAPE_ONLY_FIRST = frozenset({"copy_"})
+
+
+def _value_operands(n: Node) -> list[Var]:
+    """The operands of ``n`` whose values it reads (all but a shape-only destination)."""
+    ins = n.inputs()
+    if n.op in _SHAPE_ONLY_FIRST and n.args and isinstance(n.args[0], Var):
+        dst = n.args[0]
+        if sum(v is dst for v in ins) == 1:
+            return [v for v in ins if v is not dst]
+    return ins
 
 
 def in_rng_order(nodes: list[Node], rank: Callable[[Node], int]) -> list[Node]:

@@ -174,3 +174,21 @@ def test_compile_keeps_an_unused_op_that_raises():
     torch.testing.assert_close(fn(e, torch.tensor([1, 2])), f(e, torch.tensor([1, 2])))
     with pytest.raises(RuntimeError):
         fn(torch.zeros(0), torch.tensor([1, 2]))
+
+
+def test_fallible_op_read_only_for_its_shape_still_runs():
+    """``t.fmod_(b); t.copy_(b)``: the fmod is read only as copy_'s destination (its shape), the
+    e-graph rewrites the copy to ``b`` and the integer fmod by zero vanished (optimize fuzz seed
+    1205 #257): eager raises ZeroDivisionError, so must the plan."""
+    def f(b):
+        t = b.clone()
+        t.detach().fmod_(b)
+        t.detach().copy_(b)
+        return t
+
+    plan = satfuse.optimize(f, torch.tensor(1))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(torch.tensor(0))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        plan(torch.tensor(0))
+    assert torch.equal(plan(torch.tensor(3)), f(torch.tensor(3)))
