@@ -579,15 +579,62 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
     taken.add(buf)
     lines = [f"{buf} = torch.empty(({span},), dtype={rets[lead]}.dtype, device={rets[lead]}.device)"
              "  # eager's outputs here are views of one tensor"]
+    later: list[tuple[str, int]] = []
+    # a member whose windows overlap (an unfold) cannot be written through; it is a view without a
+    # write where a dense member's memory holds all of it (the values agree: one memory in eager),
+    # else it stays the plan's own tensor
+    dense = [k for k in members if _dense_span(aliases[k]) is not None]
     for k in members:
         a, view = aliases[k], f"{buf}_{k}"
+        covered = None
+        if _overlaps_itself(a):
+            lo, hi = _extent(a)
+            covered = any(_dense_span(aliases[j])[0] <= lo and hi <= _dense_span(aliases[j])[1] for j in dense)
+            if not covered:
+                continue
         taken.add(view)
         lines.append(f"{view} = {buf}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset - low})")
-        # an expanded member holds one element per stride-0 line: its value is written once
-        one = "".join(f".narrow({d}, 0, 1)" for d, (n, st) in enumerate(zip(a.size, a.stride)) if st == 0 and n > 1)
-        lines.append(f"{view}{one}.copy_({rets[k]}{one})")
+        if covered is None:
+            # an expanded member holds one element per stride-0 line: its value is written once
+            one = "".join(f".narrow({d}, 0, 1)" for d, (n, st) in enumerate(zip(a.size, a.stride)) if st == 0 and n > 1)
+            lines.append(f"{view}{one}.copy_({rets[k]}{one})")
+        else:  # written through the members covering it, which come first
+            later.append((view, k))
+            continue
+        rets[k] = view
+    for view, k in later:
         rets[k] = view
     return lines
+
+
+def _extent(a: Any) -> tuple[int, int]:
+    """Lowest and highest storage offset a view addresses."""
+    lo = a.storage_offset + sum((n - 1) * st for n, st in zip(a.size, a.stride) if st < 0)
+    hi = a.storage_offset + sum((n - 1) * st for n, st in zip(a.size, a.stride) if st > 0)
+    return lo, hi
+
+
+def _overlaps_itself(a: Any) -> bool:
+    """Some element is addressed twice, besides stride-0 (expanded) dims: sorted by stride, each
+    dim must step past everything the smaller dims cover (where that cannot be shown: True)."""
+    dims = sorted((abs(st), n) for n, st in zip(a.size, a.stride) if n > 1 and st != 0)
+    reach = 0
+    for st, n in dims:
+        if st <= reach:
+            return True
+        reach += (n - 1) * st
+    return False
+
+
+def _dense_span(a: Any) -> tuple[int, int] | None:
+    """(lowest, highest) offset of a view holding every element between them once, else None."""
+    if any(n == 0 for n in a.size) or any(st == 0 and n > 1 for n, st in zip(a.size, a.stride)) or _overlaps_itself(a):
+        return None
+    lo, hi = _extent(a)
+    numel = 1
+    for n in a.size:
+        numel *= n
+    return (lo, hi) if hi - lo + 1 == numel else None
 
 
 def _spellable(a: Any, sym_local: dict[sympy.Symbol, str]) -> bool:

@@ -346,3 +346,19 @@ def test_scalar_guards_compare_type_and_sign(built, called):
     out, want = g(x, called), f(x, called)
     assert out.dtype == want.dtype
     torch.testing.assert_close(out, want)
+
+
+def test_overlapping_unfold_of_another_output_shares_its_memory():
+    """``t.unfold(2, 2, 1), t``: eager's first output is a view of the second; the plan returns
+    it as a view of the same buffer (its windows overlap: nothing is written through it; found by
+    bench/fuzz.py, optimize seeds 7203 #495 and 7209 #488)."""
+
+    def f(d):
+        t = d * 2
+        return t.unfold(2, 2, 1), t
+
+    d = torch.randn(1, 3, 3, dtype=torch.float64)
+    (a, b), (ea, eb) = satfuse.optimize(f, d)(d), f(d)
+    torch.testing.assert_close((a, b), (ea, eb))
+    assert a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    assert a.stride() == ea.stride()

@@ -212,7 +212,9 @@ def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None
     geometry)`` so the plan returns them as views of one buffer. Read from the functional
     tensors' storage (AOTAutograd's metadata calls an alias of an intermediate ``non_alias`` when
     nothing requires grad). One dtype per group (otherwise the outputs stay fresh tensors); symbolic
-    geometry is recorded too (``Plan.unserved_views``: jit specialises, the backend runs eagerly)."""
+    geometry is recorded too (``Plan.unserved_views``: jit specialises, the backend runs eagerly).
+    A member whose windows overlap (``t.unfold(0, 2, 1)`` beside ``t``) is recorded as well: the
+    plan serves it where another member covers its memory (``plan._shared_buffer``)."""
     groups: dict[int, list[int]] = {}
     for k, o in enumerate(outs):
         if isinstance(o, torch.Tensor) and aliases[k] is None:
@@ -221,10 +223,6 @@ def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None
         if len(members) < 2 or len(
                 {outs[k].dtype for k in members}) != 1:
             continue
-        if any(_overlapping([1 if st == 0 else n for n, st in zip(size, stride)], stride)
-               for size, stride in ((_concrete(outs[k].size()), _concrete(outs[k].stride())) for k in members)
-               if size is not None and stride is not None):
-            continue  # the plan writes each member's value once, through its stride-0 dims narrowed to one
         for k in members:  # symbolic geometry is kept as it is: a plan that cannot rebuild it says so
             o = outs[k]
             size, stride, off = _concrete(o.size()), _concrete(o.stride()), _concrete([o.storage_offset()])
