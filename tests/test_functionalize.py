@@ -756,3 +756,21 @@ def test_setitem_of_itself_follows_eagers_overlap_verdict():
     y = torch.randn(1, 2, 2, dtype=torch.float64)
     e, s = y.clone(), y.clone()
     assert torch.equal(satfuse.optimize(f, y.clone())(s), f(e)) and torch.equal(s, e)
+
+
+def test_out_operand_that_would_need_resizing_raises_like_eager():
+    """``torch.maximum(t1, t2, out=t2)`` with ``t2`` of another shape than the broadcast: eager
+    raises (bench/repros semantics-fuzz-out-operand-resize-not-raised, jit seed 3100 #93)."""
+
+    def f(b):
+        t1 = torch.where(b > 0, b, 0.5)
+        t2 = t1.sum(0, keepdim=True)
+        torch.maximum(t1, t2, out=t2)
+        return t2
+
+    b = torch.zeros(0, 0, dtype=torch.bfloat16)
+    with pytest.raises(RuntimeError):
+        f(b.clone())
+    for make in (_optimize, _jit):
+        with pytest.raises(RuntimeError):
+            make(f, [b.clone()])(b.clone())

@@ -3,6 +3,7 @@
 # (rsqrt(0.2754) -> eager 1.9141, correctly rounded 1.9062); the plan computes rsqrt in f32 and
 # rounds once, so x.rsqrt_() on bf16 differs by one ulp (and pow(t, t) afterwards amplifies it past tolerance).
 import torch
+
 import satfuse
 
 

@@ -2,6 +2,7 @@
 # addcmul of a complex self/tensor1 by a real float tensor2 holding inf: eager inf+infj, plan nan+nanj
 # (t1 * inf alone is right in both: the plan's complex product with the promoted real operand makes a nan).
 import torch
+
 import satfuse
 
 

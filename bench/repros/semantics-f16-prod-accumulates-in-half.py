@@ -3,6 +3,7 @@
 # the plan accumulates in f32 and rounds once (-0.9424), one f16 ulp off, which the fuzzer's
 # tolerance sees after a later mul_.
 import torch
+
 import satfuse
 
 d = torch.tensor([2.3750, 1.8291, -0.0920, 0.5439, 4.3359], dtype=torch.float16)

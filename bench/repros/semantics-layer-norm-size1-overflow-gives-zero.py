@@ -3,6 +3,7 @@
 # 0 (x - mean is 0). Same class as bench/repros/semantics-fuzz-layer-norm-overflow-nan.py (still open).
 import torch
 import torch.nn.functional as F
+
 import satfuse
 
 
