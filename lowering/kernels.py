@@ -26,6 +26,7 @@ the per-node extraction cost model (``engine/costs.py``) does not see it (it has
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,27 +112,32 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
     and, per group, the groups it runs after."""
     reds = [n for n in nodes if n.op in REDUCTIONS and isinstance(n.args[0], Var)]
     index = {id(r): i for i, r in enumerate(reds)}
-    kd: dict[int, set[int]] = {}  # id(var) -> reductions it depends on (through pointwise nodes)
+    # id(var) -> the latest reductions it depends on through pointwise nodes, with every reduction
+    # that is an ancestor of another left out: the direct edges of the graph (the same reachability;
+    # a residual path would otherwise carry every earlier reduction along, quadratically)
+    kd: dict[int, set[int]] = {}
     pred: list[set[int]] = [set() for _ in reds]
+    anc: list[int] = []  # bitmask of every reduction each one runs after
     for n in nodes:
         up: set[int] = set()
         for v in data_inputs(n):
             up |= kd.get(id(v), set())
+        if len(up) > 1:
+            mask = 0
+            for q in up:
+                mask |= anc[q]
+            up = {q for q in up if not mask >> q & 1}
         if id(n) in index:
-            pred[index[id(n)]] = up
-            kd[id(n.out)] = {index[id(n)]}
+            i = index[id(n)]
+            pred[i] = up
+            mask = 0
+            for q in up:
+                mask |= anc[q] | 1 << q
+            anc.append(mask)
+            kd[id(n.out)] = {i}
         else:
             for o in n.outs:
                 kd[id(o)] = up
-    # keep only direct edges (the group graph's reachability is the same): a residual path
-    # carries every earlier reduction into ``up``, which made each rebuild quadratic
-    anc: list[int] = []  # bitmask of every reduction each one runs after
-    for i, ps in enumerate(pred):
-        mask = 0
-        for p in ps:
-            mask |= anc[p]
-        pred[i] = {p for p in ps if not mask >> p & 1}
-        anc.append(mask | sum(1 << p for p in pred[i]))
     leader = list(range(len(reds)))
 
     def find(i: int) -> int:
@@ -140,30 +146,36 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
             i = leader[i]
         return i
 
-    graph: list[dict[int, set[int]]] = []  # the group graph, rebuilt only after a merge
+    # the group graph, kept up to date as groups merge (a rebuild per merge was quadratic)
+    succ: dict[int, set[int]] = {i: set() for i in range(len(reds))}
+    predg: dict[int, set[int]] = {i: set(ps) for i, ps in enumerate(pred)}
+    for i, ps in enumerate(pred):
+        for p in ps:
+            succ[p].add(i)
 
-    def successors() -> dict[int, set[int]]:
-        if not graph:
-            succ: dict[int, set[int]] = {}
-            for i, ps in enumerate(pred):
-                fi = find(i)
-                for p in ps:
-                    fp = find(p)
-                    if fp != fi:
-                        succ.setdefault(fp, set()).add(fi)
-            graph.append(succ)
-        return graph[0]
+    def merge(a: int, b: int) -> None:
+        """Group b joins group a (both leaders)."""
+        leader[b] = a
+        for c in succ.pop(b):
+            predg[c].discard(b)
+            if c != a:
+                predg[c].add(a)
+                succ[a].add(c)
+        for c in predg.pop(b):
+            succ[c].discard(b)
+            if c != a:
+                succ[c].add(a)
+                predg[a].add(c)
 
     def reaches(a: int, b: int, skip_direct: bool) -> bool:
         """A path from group a to group b (through another group when ``skip_direct``)."""
-        succ = successors()
-        stack = [c for c in succ.get(a, ()) if not (skip_direct and c == b)]
+        stack = [c for c in succ[a] if not (skip_direct and c == b)]
         seen = set(stack)
         while stack:
             c = stack.pop()
             if c == b:
                 return True
-            for d in succ.get(c, ()):
+            for d in succ[c]:
                 if d not in seen:
                     seen.add(d)
                     stack.append(d)
@@ -179,19 +191,23 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
             for j in members[:k]:
                 a, b = find(j), find(i)
                 if a != b and not reaches(a, b, True) and not reaches(b, a, True):
-                    leader[b] = a
-                    graph.clear()
+                    merge(a, b)
                     break
     groups: dict[int, list[Node]] = {}
     for i, r in enumerate(reds):
         groups.setdefault(find(i), []).append(r)
-    gpred = {g: {find(p) for i in range(len(reds)) if find(i) == g for p in pred[i]} - {g} for g in groups}
-    topo: list[int] = []
-    done: set[int] = set()
-    while len(topo) < len(groups):
-        g = min(g for g in groups if g not in done and gpred[g] <= done)
+    gpred = {g: predg[g] - {g} for g in groups}
+    topo: list[int] = []  # Kahn's algorithm, smallest leader first
+    indeg = {g: len(gpred[g]) for g in groups}
+    ready = [g for g in groups if not indeg[g]]
+    heapq.heapify(ready)
+    while ready:
+        g = heapq.heappop(ready)
         topo.append(g)
-        done.add(g)
+        for c in succ[g]:
+            indeg[c] -= 1
+            if not indeg[c]:
+                heapq.heappush(ready, c)
     pos = {g: k for k, g in enumerate(topo)}
     return [groups[g] for g in topo], [{pos[p] for p in gpred[g]} for g in topo]
 
