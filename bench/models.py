@@ -147,31 +147,21 @@ class Counting:
 
 
 class PlanTally:
-    """Plans satfuse compiled since construction (``satfuse.backend.LAST`` is bounded: read it
-    through its hook instead)."""
+    """Plans the default engine compiled while the tally is open (its ``on_graph`` hook: the
+    engine keeps only the newest graphs)."""
 
     def __init__(self) -> None:
-        from satfuse import backend as B
+        from satfuse.pipeline import default_engine
 
-        self._B = B
+        self._hooks = default_engine().on_graph
         self.plans: list[Any] = []
-        self._orig = B.LAST
 
     def __enter__(self) -> "PlanTally":
-        tally = self
-
-        class _Tap(list):
-            def append(self, c: Any) -> None:  # noqa: D401 - list hook
-                tally.plans.append(c)
-                super().append(c)
-
-        tap = _Tap(self._orig)
-        self._B.LAST = tap
+        self._hooks.append(self.plans.append)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._orig[:] = list(self._B.LAST)[-32:]
-        self._B.LAST = self._orig
+        self._hooks.remove(self.plans.append)
 
     def summary(self) -> dict[str, Any]:
         fused = fb = segs = 0
@@ -191,7 +181,7 @@ class PlanTally:
 
 
 def modeled_bytes(compiled: list[Any]) -> tuple[int, int]:
-    """Modeled bytes summed over compiled graphs (``satfuse.backend.Compiled``): of the plans as
+    """Modeled bytes summed over compiled graphs (``satfuse.graph_plans.CompiledGraph``): of the plans as
     compiled (nvFuser target: bytes crossing their steps, ``plan_traffic``), and of the same
     captured graphs optimized for the eager target (an op-by-op run, ``eager_traffic``).
     Symbolic extents count as ``costs.DEFAULT_EXTENT``."""

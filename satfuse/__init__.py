@@ -44,7 +44,7 @@ def __getattr__(name: str) -> Any:
 
         return Engine
     if name == "compiled_plans":
-        from satfuse.backend import compiled_plans
+        from satfuse.pipeline import compiled_plans
 
         return compiled_plans
     if name == "jit":

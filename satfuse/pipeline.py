@@ -13,7 +13,9 @@ An Engine owns what lives longer than one compilation:
   stopped by :meth:`Engine.close` or at exit;
 - the rule catalogues, loaded once per rule set (``options.rules`` + ``builtin_rules``);
 - the default :class:`~satfuse.api.Options`, budgets included, that calls without ``options=``
-  use (a dict ``options=`` overrides only the fields it names).
+  use (a dict ``options=`` overrides only the fields it names);
+- the graphs ``torch.compile`` handed it (the newest :data:`KEEP_GRAPHS`, for inspection:
+  :meth:`Engine.compiled_plans`), and hooks called on each (benchmarks tally plans with them).
 
 ``satfuse.optimize`` / ``jit`` / ``backend="satfuse"`` use :func:`default_engine`, made on first
 use (importing satfuse creates nothing but the backend's registration). An Engine is safe to use
@@ -47,6 +49,10 @@ class Compiled:
     timings: dict[str, float]
 
 
+#: how many compiled ``torch.compile`` graphs an Engine keeps for inspection
+KEEP_GRAPHS = 32
+
+
 class Engine:
     """Compiles programs with one session pool, one catalogue cache and default options.
 
@@ -60,6 +66,8 @@ class Engine:
         self.pool = pool if isinstance(pool, SessionPool) else SessionPool(enabled=None if pool else False)
         self._catalogues: dict[tuple, Catalogue] = {}
         self._lock = threading.Lock()
+        self._graphs: list[Any] = []  # CompiledGraph records, newest last
+        self.on_graph: list[Callable[[Any], None]] = []  # called with each CompiledGraph
 
     # ------------------------------------------------------------------ state
     def options_for(self, options: Options | dict[str, Any] | None) -> Options:
@@ -80,6 +88,20 @@ class Engine:
                 cat = builtin_catalogue() if key == ((), True) else load_catalogue(opts.rules, opts.builtin_rules)
                 self._catalogues[key] = cat
             return cat
+
+    def record(self, graph: Any) -> None:
+        """Keep a graph ``torch.compile`` had this engine compile (``graph_plans.CompiledGraph``)."""
+        with self._lock:
+            self._graphs.append(graph)
+            del self._graphs[:-KEEP_GRAPHS]
+        for hook in list(self.on_graph):
+            hook(graph)
+
+    def compiled_plans(self) -> list[Any]:
+        """The graphs ``torch.compile`` compiled on this engine, newest last (the last :data:`KEEP_GRAPHS`):
+        ``print(p)`` shows a plan, ``p.explain()`` its segment table and rules."""
+        with self._lock:
+            return list(self._graphs)
 
     def close(self) -> None:
         """Stop this engine's pool worker and drop its loaded sessions (a later call restarts it)."""
@@ -137,6 +159,11 @@ class Engine:
 
 _DEFAULT: list[Engine] = []
 _DEFAULT_LOCK = threading.Lock()
+
+
+def compiled_plans() -> list[Any]:
+    """The graphs ``torch.compile(backend="satfuse")`` compiled on the default engine, newest last."""
+    return default_engine().compiled_plans()
 
 
 def default_engine() -> Engine:

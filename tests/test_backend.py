@@ -22,8 +22,16 @@ def _fresh_dynamo():
     torch._dynamo.reset()
 
 
-def _new(before: int) -> list:
-    return B.LAST[before:] if len(B.LAST) > before else []
+@pytest.fixture
+def compiled():
+    """The graphs the default engine compiles during the test, through its hook."""
+    from satfuse.pipeline import default_engine
+
+    got: list = []
+    hooks = default_engine().on_graph
+    hooks.append(got.append)
+    yield got
+    hooks.remove(got.append)
 
 
 def _run(code: str) -> str:
@@ -67,7 +75,7 @@ def test_lookup_by_name_after_import():
     assert lookup_backend("satfuse") is B.satfuse_backend
 
 
-def test_inplace_mutation_visible_to_caller():
+def test_inplace_mutation_visible_to_caller(compiled):
     def f(x, y):
         x.add_(y)
         return x * 2
@@ -75,12 +83,10 @@ def test_inplace_mutation_visible_to_caller():
     cf = torch.compile(f, backend="satfuse")
     x, y = torch.randn(5), torch.randn(5)
     xe = x.clone()
-    B.LAST.clear()  # bounded: a full list would not grow
-    n0 = 0
     out = cf(x, y)
     want = f(xe, y)
     assert torch.allclose(out, want) and torch.allclose(x, xe)
-    (c,) = _new(n0)
+    (c,) = compiled
     assert c.kind == "inference" and c.trace.writebacks  # the in-place op reached satfuse as a write-back
 
 
@@ -109,7 +115,7 @@ def test_cross_entropy_and_layer_norm():
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
-def test_linear_ce_training_step(dynamic):
+def test_linear_ce_training_step(dynamic, compiled):
     torch.manual_seed(0)
     model = torch.nn.Linear(16, 4)
     ref = torch.nn.Linear(16, 4)
@@ -121,8 +127,6 @@ def test_linear_ce_training_step(dynamic):
         return loss
 
     cs = torch.compile(step, backend="satfuse", dynamic=dynamic)
-    B.LAST.clear()  # bounded: a full list would not grow
-    n0 = 0
     for n in (8, 6):
         x, y = torch.randn(n, 16), torch.randint(0, 4, (n,))
         model.zero_grad()
@@ -131,23 +135,21 @@ def test_linear_ce_training_step(dynamic):
         assert torch.allclose(got, want, atol=1e-6)
         assert torch.allclose(model.weight.grad, ref.weight.grad, atol=1e-6)
         assert torch.allclose(model.bias.grad, ref.bias.grad, atol=1e-6)
-    kinds = [c.kind for c in _new(n0)]
+    kinds = [c.kind for c in compiled]
     assert "forward" in kinds and "backward" in kinds  # AOTAutograd: each graph its own trace
     if dynamic:
         assert kinds.count("forward") == 1
 
 
-def test_split_program_dynamic_compile_count():
+def test_split_program_dynamic_compile_count(compiled):
     from tests.test_seed001 import SPLIT_CALLS, split_program
 
     cf = torch.compile(split_program, backend="satfuse", dynamic=True)
     a = torch.randn(2, 3, 10)
-    B.LAST.clear()  # bounded: a full list would not grow
-    n0 = 0
     for d0, d1 in SPLIT_CALLS:
         for g, w in zip(cf(a, d0, d1), split_program(a, d0, d1)):
             assert torch.equal(g, w), (d0, d1)
-    n = len(_new(n0))
+    n = len(compiled)
     print(f"\nsplit program under torch.compile(backend='satfuse', dynamic=True): {n} compile(s) "
           f"for {len(SPLIT_CALLS)} calls")
     assert n <= 2
@@ -195,7 +197,7 @@ def test_get_attr_constants_are_lifted():
     assert torch.allclose(fn(x)[0], x * torch.tensor([2.0, 3.0]))
 
 
-def test_unspecialized_float_attributes_and_literal_tensors():
+def test_unspecialized_float_attributes_and_literal_tensors(compiled):
     """dynamic=True leaves a module's float attributes (eps, a scale) unspecialized: Dynamo
     passes them as 0-d tensors and calls ``.item()``; the re-trace keeps Dynamo's SymFloat and
     tensorifies the float math, so changing the attribute neither recompiles nor goes stale. A
@@ -214,13 +216,11 @@ def test_unspecialized_float_attributes_and_literal_tensors():
     m = M()
     cm = torch.compile(m, backend="satfuse", dynamic=True)
     x = torch.randn(3, 4)
-    B.LAST.clear()  # bounded: a full list would not grow
-    n0 = 0
     with torch.no_grad():
         assert torch.allclose(cm(x), m(x), atol=1e-6)
         m.p = 3.0
         assert torch.allclose(cm(x), m(x), atol=1e-6)
-    assert len(_new(n0)) == 1
+    assert len(compiled) == 1
 
 
 def _train_like_eager(m, twin, step, opt, opt_e, steps=2):
@@ -241,7 +241,7 @@ def _train_like_eager(m, twin, step, opt, opt_e, steps=2):
 
 
 @pytest.mark.parametrize("optim,foreach", [("AdamW", None), ("Adam", True), ("AdamW", True)])
-def test_compiled_adamw_step_matches_eager(optim, foreach):
+def test_compiled_adamw_step_matches_eager(optim, foreach, compiled):
     """``opt.step`` through the backend: the optimizer's state tensors are ``get_attr`` nodes of
     Dynamo's graph; lifting them must not edit the graph Dynamo keeps reading (it raised
     ``KeyError: grapharg``), and params and state must match an eager twin. ``foreach=True``
@@ -258,15 +258,13 @@ def test_compiled_adamw_step_matches_eager(optim, foreach):
     def step():
         opt.step()
 
-    B.LAST.clear()  # bounded: a full list would not grow
-    n0 = 0
     _train_like_eager(m, twin, step, opt, opt_e)
     # Dynamo writes addcmul_(..., value=v) as inductor's prims.fma: fused, not a fallback
-    [c] = _new(n0)
+    [c] = compiled
     assert c.plan.stats()["fallback_ops"] == 0, c.plan.stats()["fallback_kinds"]
 
 
-def test_extents_equal_by_guard_share_one_spelling():
+def test_extents_equal_by_guard_share_one_spelling(compiled):
     """``x.view(-1, C)`` is ``[s0*s1, C]`` and ``y.view(-1)`` is ``[s3*s4]``: cross_entropy makes
     them equal by a guard only (no replacement), and the backward graph multiplies the two
     (HF's causal-LM loss: logits vs labels). Capture spells them alike, so they broadcast."""

@@ -29,7 +29,7 @@ def test_own_engine_has_its_options_pool_and_entry_points():
         assert j.engine is eng and "target=eager" in j.last_plan.engine.trace.provenance
         g = torch.compile(f, backend=eng.backend(), fullgraph=True)
         torch.testing.assert_close(g(x), f(x))
-        assert satfuse.compiled_plans()[-1].engine.trace.provenance.startswith("engine target=eager")
+        assert eng.compiled_plans()[-1].engine.trace.provenance.startswith("engine target=eager")
         assert eng.pool.loads == 1  # every entry point reused the one loaded session
     finally:
         eng.close()
