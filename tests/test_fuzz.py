@@ -77,3 +77,35 @@ def test_reducer_keeps_the_failure() -> None:
     assert [s.src for s in red.stmts] == ["t1 = torch.exp(a)"]
     assert red.sizes_a == {"D0": 0}  # sizes shrink too
     assert "def f(a):" in fuzz.repro_source(red, res, "optimize", "test")
+
+
+def test_float64_criterion_accepts_only_values_as_accurate_as_eager() -> None:
+    """eager's CPU kernel rounds bf16 rsqrt twice (sqrt to bf16, then the reciprocal): a plan that
+    rounds once is closer to the float64 run and counts as equal; a plan farther away does not,
+    nor one that is nan where eager is finite, nor any integer or bool difference."""
+    import torch
+
+    x = torch.tensor([0.2754], dtype=torch.bfloat16)
+    eager = x.rsqrt()
+    once = x.float().rsqrt().bfloat16()
+    ref = x.double().rsqrt()
+    assert not torch.equal(eager, once)  # the kernel difference this is about
+    assert fuzz._as_accurate(once, eager, ref)
+    assert not fuzz._as_accurate(once + 0.125, eager, ref)
+    assert not fuzz._as_accurate(torch.full_like(eager, float("nan")), eager, ref)
+    # eager nan (an overflowed intermediate) where the float64 run is finite: a finite plan is closer
+    assert fuzz._as_accurate(torch.tensor([0.5]), torch.tensor([float("nan")]), torch.tensor([0.75], dtype=torch.float64))
+    assert not fuzz._as_accurate(torch.tensor([1]), torch.tensor([2]), torch.tensor([1]))
+
+
+def test_float64_reference_keeps_the_inputs_memory_sharing() -> None:
+    import torch
+
+    base = torch.arange(6.0)
+    a, b = base[:4], base[2:]
+    wa, wb, n = fuzz._widened([a, b, 3])
+    assert wa.dtype == torch.float64 and n == 3
+    wa.add_(1)
+    assert wb.tolist() == [3.0, 4.0, 4.0, 5.0]  # overlapping views stay overlapping
+    assert fuzz._widened([base, base.view(torch.int32)]) is None  # one storage, two dtypes
+    assert fuzz._widened([base.view(torch.int32), base]) is None
