@@ -17,7 +17,9 @@ where they are read in NVIDIA/Fuser). The model follows those rules on the IR:
 - a broadcast of a reduction's result to extents other than the reduced tensor's
   (``post-reduction-broadcast``) ends the normalization kernel;
 - a kernel without reductions whose outputs are not all covered by its largest output's
-  extents (``pointwise-reference``) needs one kernel per uncovered output shape.
+  extents (``pointwise-reference``) needs one kernel per uncovered output shape;
+- computations that share no non-scalar tensor are one kernel each: nvFuser's schedulers
+  reject a fusion graph that is not connected (``connected-fusion``).
 
 Values crossing between two predicted kernels are written once and read by each kernel that
 uses them. The prediction is what a GPU run compares with ``torch.profiler``'s kernel list;
@@ -308,9 +310,9 @@ def predict(seg: Segment, hints: dict[str, int] | None = None) -> Prediction:
     for g in range(len(members)):
         parts = _components(members[g])
         if parts > 1:
-            kernels += [Kernel(reason="pointwise-reference") for _ in range(parts - 1)]
-            reasons.append(f"kernel {g}: {parts} computations that share no non-scalar tensor; no reference "
-                           f"tensor covers them all {_cite('pointwise-reference')}")
+            kernels += [Kernel(reason="connected-fusion") for _ in range(parts - 1)]
+            reasons.append(f"kernel {g}: {parts} computations that share no non-scalar tensor: each connected "
+                           f"component is its own kernel {_cite('connected-fusion')}")
     crossings: list[tuple[Var, int, list[int]]] = []
     for n in nodes:
         for o in n.outs:

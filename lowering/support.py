@@ -140,6 +140,13 @@ FACTS: dict[str, Fact] = {f.id: f for f in (
          "of shapes it cannot cover go to another kernel",
          FUSER + "csrc/scheduler/pointwise.cpp canScheduleCompileTime (hasReferenceTensorView, "
          "'cannot find reference tensor'); csrc/scheduler/tools/domain_map.cpp isValidReference"),
+    Fact("connected-fusion",
+         "every scheduler rejects a fusion whose ops form more than one connected component (\"Connected "
+         "fusion graph check failed!\"): the segmenter runs each component as its own kernel, so "
+         "independent same-shaped updates (an optimizer step over K tensors) are K kernels unless their "
+         "tensors share one buffer",
+         FUSER + "csrc/scheduler/registry.cpp checkCanSchedule and csrc/scheduler/registry_utils.cpp "
+         "isConnectedFusionGraph (a DisjointSets over the fusion's values)"),
     Fact("alias-views",
          "an output that is only a view (reshape, permute, broadcast, squeeze) of a fusion input is an "
          "alias evaluated on the host, without a kernel (the no-op / expression-evaluator schedulers)",
