@@ -184,6 +184,9 @@ def test_pad_int_with_inf_raises_like_eager():
     check_optimize(lambda t: F.pad(t, (1, 1), value=2.5), x)
     check_optimize(lambda t: t + torch.full((5,), 300, dtype=torch.uint8), torch.arange(5, dtype=torch.uint8))
     check_optimize(lambda t: F.pad(t, (1, 1), value=-INF), torch.arange(5.0))
+    # a pad that only narrows never converts its fill value, even of an empty tensor (fuzz 9701 #74)
+    check_optimize(lambda t: F.pad(t, (-1, 0), value=2**31), x)
+    check_optimize(lambda t: (F.pad(t, (-1, 0), value=2**31), t)[1], torch.zeros(0, 1, dtype=torch.int32))
 
 
 # ---------------------------------------------------------------- statement order

@@ -86,8 +86,9 @@ def _empty_softmax(decomp: Callable) -> Callable:
 def _negative_pad(decomp: Callable) -> Callable:
     """constant_pad_nd: eager's kernel narrows the input by each negative pad, left then right,
     and refuses a negative length ("narrow(): length must be non-negative"); the meta kernel
-    only checks the final size, so ``F.pad(x, (1, -1))`` of an empty dim would pass. The fill
-    value is converted to x's dtype with eager's overflow check (``value=2**31`` on int32)."""
+    only checks the final size, so ``F.pad(x, (1, -1))`` of an empty dim would pass. Where some
+    pad is positive, the fill value is converted to x's dtype with eager's overflow check
+    (``value=2**31`` on int32); a pad that only narrows never converts it."""
 
     def checked(x: Any, pad: Any, *args: Any, **kwargs: Any) -> Any:
         for k in range(len(pad) // 2):
@@ -101,7 +102,7 @@ def _negative_pad(decomp: Callable) -> Callable:
                     if size < 0:
                         raise EagerRefusal("narrow(): length must be non-negative.")
         value = args[0] if args else kwargs.get("value", 0)
-        if type(value) in (int, float) and value != 0:  # the fill value converts to x's dtype, checked
+        if type(value) in (int, float) and value != 0 and any(p > 0 for p in pad):  # converted, checked
             from torch.utils._python_dispatch import _disable_current_modes
 
             with _disable_current_modes():
