@@ -98,3 +98,19 @@ def test_alpha_product_is_taken_in_the_promoted_dtype(fn):
     (optimize fuzz seed 1208, #491 and #419)."""
     a, b = torch.tensor([-4, 3]), torch.tensor([[-2**31, 2**31 - 1]], dtype=torch.int32)
     assert torch.equal(run_trace(capture(fn, a, b).trace, [a, b])[0][0], fn(a, b))
+
+
+@pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
+def test_a_dtype_satfuse_lacks_is_refused_naming_the_node():
+    """``where`` of a 0-d complex64 and a float16 tensor is complex32 in eager, a dtype satfuse has no
+    place for: a CaptureError naming the node (found by bench/fuzz.py, optimize seed 9701 #1668:
+    an internal IRError)."""
+    import satfuse
+
+    def f(a, c):
+        return torch.where(a.real > 0, a, c)
+
+    a, c = torch.tensor(1 + 2j, dtype=torch.complex64), torch.zeros(3, dtype=torch.float16)
+    assert f(a, c).dtype == torch.complex32
+    with pytest.raises(CaptureError, match=r"node where .*complex32 is not supported"):
+        satfuse.optimize(f, a, c)

@@ -712,6 +712,45 @@ def test_as_strided_of_a_computed_tensor_is_refused():
     _differential(f, [torch.tensor([3, 0])], _optimize)
 
 
+def test_as_strided_of_a_written_strided_input_is_refused():
+    """``c.copy_(b)`` then ``c.as_strided((2,), (1,))`` of a transposed ``c``: eager addresses c's
+    memory in storage order; the plan holds the written value as a fresh contiguous tensor, which
+    as_strided would read in another order (found by bench/fuzz.py, optimize seed 9701 #3147: a
+    wrong write). Contiguous from the storage's start, the plan serves it; jit and torch.compile
+    answer as eager does."""
+
+    def f(c, b):
+        c.copy_(b)
+        c.as_strided((2,), (1,)).mul_(3)
+        return c.sum()
+
+    with pytest.raises(CaptureError, match="as_strided of an input written earlier"):
+        satfuse.optimize(f, torch.randn(2, 2).t(), torch.randn(2))
+    _differential(f, [torch.randn(2, 2), torch.randn(2)], _optimize)
+    for make in (lambda: satfuse.jit(f), lambda: torch.compile(f, backend="satfuse")):
+        torch._dynamo.reset()
+        c, b = torch.randn(2, 2).t(), torch.randn(2)
+        want, got = c.clone().t().contiguous().t(), c.clone().t().contiguous().t()
+        torch.testing.assert_close(make()(got, b), f(want, b))
+        assert torch.equal(got, want)
+
+
+def test_as_strided_bounds_use_the_inputs_storage():
+    """``a.expand(3).as_strided((2,), (1,))`` of ``a = base[::2]`` (one element, a storage of two):
+    eager's bound is the storage's size, which functionalization's wrapper does not keep (found by
+    bench/fuzz.py, optimize seed 9701 #2595: a false eager error). The view reaches into the gap
+    between a's elements, a refusal of its own."""
+
+    def f(a):
+        a.expand(3).as_strided((2,), (1,))
+        return a * 2
+
+    a = torch.randn(2, dtype=torch.float64)[::2]
+    f(a)  # eager accepts it
+    with pytest.raises(CaptureError, match="outside the tensor it views"):
+        satfuse.optimize(f, a)
+
+
 def test_overlap_checks_use_eagers_view_geometry():
     """Functionalization rebuilds a view of a written tensor with the new value's geometry
     (offset 0 where eager's view keeps the input's 1): the overlap checks use eager's (found by

@@ -81,8 +81,10 @@ class Converter:
             if n.op == "call_function":
                 try:
                     self.env[n] = self.call(n)
-                except IRError:
+                except CaptureError:
                     raise
+                except IRError as e:  # a form the IR has no place for (a dtype, ...): named by its node
+                    raise CaptureError(f"node {n.name} ({n.target}): {e}") from e
                 except Exception as e:
                     raise CaptureError(f"node {n.name} ({n.target}): {type(e).__name__}: {e}") from e
             elif n.op == "output":

@@ -124,7 +124,7 @@ def _strided_bounds(op: Callable) -> Callable:
         offset = x.storage_offset() if storage_offset is None else storage_offset
         if all(n != 0 for n in size):
             need = (offset + sum((n - 1) * st for n, st in zip(size, stride)) + 1) * x.element_size()
-            have = x.untyped_storage().nbytes()
+            have = _storage_bytes(x)
             if need > have:
                 raise EagerRefusal(
                     f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
@@ -132,6 +132,20 @@ def _strided_bounds(op: Callable) -> Callable:
         return op(x, size, stride, storage_offset, *args, **kwargs)
 
     return checked
+
+
+def _storage_bytes(x: Any) -> int:
+    """The bytes of ``x``'s storage as eager has them. Functionalization gives a view of a strided
+    input (``a[::2]``) a storage of its own elements only; the fake tensor it wraps keeps the real
+    input's storage size (read on its hint: no guard)."""
+    from torch._subclasses.functional_tensor import FunctionalTensor
+    from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+    have = x.untyped_storage().nbytes()
+    if isinstance(x, FunctionalTensor):
+        inner = torch._from_functional_tensor(x.elem)
+        have = max(optimization_hint(have), optimization_hint(inner.untyped_storage().nbytes()))
+    return have
 
 
 #: aten op packet -> wrapper of its decomposition

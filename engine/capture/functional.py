@@ -502,7 +502,10 @@ class EagerRewrites(TorchDispatchMode):
       ``unfold_backward``, which zeroes every element no window covers: a write through
       ``t.unfold(0, 2, 3)`` would zero the gaps. Slices and views have exact scatter inverses.
     - ``as_strided`` of a tensor that is not (a view of) an input, or reaching elements outside the
-      tensor it views, is refused: both depend on memory layout, which a plan does not carry.
+      tensor it views, is refused: both depend on memory layout, which a plan does not carry; so is
+      one of an input written earlier that is not contiguous from its storage's start (the plan
+      holds the written value as a fresh contiguous tensor, which as_strided would read in
+      another order).
     - ``dst.copy_(src)`` where ``src`` is ``dst``'s own memory at the same geometry and dtype is
       nothing (eager's ``copy_`` returns early), even where ``dst`` holds an element twice.
     - an op whose meta kernel promotes to another dtype than eager's kernel (``pow(bool, False)``
@@ -512,6 +515,7 @@ class EagerRewrites(TorchDispatchMode):
         super().__init__()
         self.gapped: dict[int, torch.Tensor] = {}  # unfolds left as they are (kept alive: ids stay unique)
         self.inputs = [x for x in inputs if isinstance(x, torch.Tensor)]  # the program's tensors (their storage)
+        self.written: set[int] = set()  # indices into ``inputs`` whose storage the program wrote
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -534,6 +538,13 @@ class EagerRewrites(TorchDispatchMode):
                     "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
                     "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
                     "as eager does: call as_strided on the base tensor instead")
+            if any(i in self.written and not (x.is_contiguous() and x.storage_offset() == 0)
+                   for i, x in enumerate(self.inputs) if _same_storage(args[0], x)):
+                raise OrderDependentWriteError(
+                    "as_strided of an input written earlier in the program whose memory is not contiguous from its "
+                    "storage's start: the plan holds the written value as a fresh contiguous tensor, so as_strided "
+                    "would address its elements in another order than eager: pass the input contiguous, or use "
+                    "view/slicing ops")
             return out
         if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
             return args[0]
@@ -542,6 +553,8 @@ class EagerRewrites(TorchDispatchMode):
             if nothing is not None:
                 return nothing
             for a, v in zip(func._schema.arguments, args):
+                if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
+                    self.written.update(i for i, x in enumerate(self.inputs) if _same_storage(v, x))
                 if a.alias_info is not None and a.alias_info.is_write and id(v) in self.gapped:
                     raise OrderDependentWriteError(
                         f"{func} writes through an unfold whose windows overlap or whose last step runs past "
