@@ -8,7 +8,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import log
 from .costs import CostModel
@@ -63,6 +63,67 @@ def conflict_error(rep: SaturationReport, sources: Sequence[Source]) -> RuleErro
                      "must keep its left side's shape and dtype (`python -m satfuse rules check` shows a counterexample)")
 
 
+@dataclass
+class Saturated:
+    """A program saturated in an e-graph and serialized: what extraction and decoding read.
+    ``report.conflicts`` is set (not raised) when a rule equated values of different types."""
+
+    trace: Trace
+    report: SaturationReport
+    data: dict
+    roots: list[str]  # the class of each root
+    var_class: dict[int, str]  # id(Var) -> class, for every value of the trace
+    view: EGraphView
+    enc: Any  # the program's encoding (handles): decode maps chosen classes back through it
+    timings: dict[str, float] = field(default_factory=dict)
+    session: Session | None = None
+
+    def decode(self, choice: dict[str, str]) -> Trace:
+        """The program an extraction's ``choice`` (class -> node) picks."""
+        return decode(self.view, choice, self.trace, self.enc, self.roots, self.var_class)
+
+
+def saturate_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *,
+                   budget: Budget | None = None, pool: SessionPool | None = None, keep_session: bool = False,
+                   keep_facts: bool = False, stop_on_conflict: bool = True) -> Saturated:
+    """Load ``trace`` into an e-graph with ``sources``, saturate it phase by phase under ``budget``
+    and serialize it. ``pool``: where loaded sessions come from (default: the process's shared
+    pool); ``keep_session``: a fresh session kept for more commands instead. Analysis facts
+    extraction does not read are dropped from large e-graphs unless ``keep_facts``; with
+    ``stop_on_conflict`` a conflict ends the job before serializing (the caller raises)."""
+    all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
+    t_load = time.perf_counter()
+
+    def job(sess: Session) -> tuple:
+        t_add = time.perf_counter()
+        enc = sess.add_trace(trace)
+        t_sat = time.perf_counter()
+        rep = sess.saturate(list(phases), budget)
+        if rep.conflicts and stop_on_conflict:
+            return enc, rep, None, (t_add, t_sat, 0.0, 0.0)
+        t_ser = time.perf_counter()
+        if not keep_session and not keep_facts and rep.nodes > DROP_FACTS_ABOVE:
+            sess.drop_facts()  # the pooled session is rolled back afterwards
+        ser = sess.serialize_program(enc, all_vars)
+        return enc, rep, ser, (t_add, t_sat, t_ser, time.perf_counter())
+
+    if keep_session:
+        sess = Session(sources)
+        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = job(sess)
+    else:  # on the pool's egglog thread; the session is rolled back there while we go on
+        sess = None
+        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = (pool or shared_pool()).run(sources, job)
+    timings = {"load": t_add - t_load,  # ~0 when a loaded session was pooled
+               "encode": t_sat - t_add, "saturate": rep.seconds}
+    if ser is None:
+        return Saturated(trace, rep, {}, [], {}, EGraphView.from_json({"nodes": {}}), enc, timings, sess)
+    t1 = time.perf_counter()
+    data, root_classes, var_class = ser.parse()
+    view = EGraphView.from_json(data)
+    timings["serialize"] = (t_end - t_ser) + (time.perf_counter() - t1)
+    return Saturated(trace, rep, data, root_classes, var_class, view, enc, timings, sess)
+
+
 def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *, target: str = "nvfuser",
                    hints: dict[str, int] | None = None, budget: Budget | None = None,
                    extractor: str = "hybrid", keep_session: bool = False,
@@ -74,56 +135,33 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     if _has_negative_zero(trace):
         return _unoptimized(trace, phases, "the program has a -0.0 constant, which egglog's f64 equality merges "
                                            "with 0.0 (x / -0.0 would become +inf)")
-    timings: dict[str, float] = {}
-    all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
-    t_load = time.perf_counter()
-
-    def saturate(sess: Session) -> tuple:
-        t_add = time.perf_counter()
-        enc = sess.add_trace(trace)
-        t_sat = time.perf_counter()
-        rep = sess.saturate(list(phases), budget)
-        if rep.conflicts:
-            raise conflict_error(rep, sess.sources)
-        t_ser = time.perf_counter()
-        if not keep_session and rep.nodes > DROP_FACTS_ABOVE:
-            sess.drop_facts()  # the pooled session is rolled back afterwards
-        ser = sess.serialize_program(enc, all_vars)
-        return enc, rep, ser, (t_add, t_sat, t_ser, time.perf_counter())
-
-    if keep_session:
-        sess = Session(sources)
-        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = saturate(sess)
-    else:  # on the pool's egglog thread; the session is rolled back there while we go on
-        sess = None
-        enc, rep, ser, (t_add, t_sat, t_ser, t_end) = (pool or shared_pool()).run(sources, saturate)
-    timings["load"] = t_add - t_load  # ~0 when a loaded session was pooled
-    timings["encode"] = t_sat - t_add
-    timings["saturate"] = rep.seconds
-    t1 = time.perf_counter()
-    data, root_classes, var_class = ser.parse()
-    view = EGraphView.from_json(data)
-    timings["serialize"] = (t_end - t_ser) + (time.perf_counter() - t1)
+    sat = saturate_trace(trace, sources, phases, budget=budget, pool=pool, keep_session=keep_session)
+    rep, view = sat.report, sat.view
+    if rep.conflicts:
+        raise conflict_error(rep, sources)
+    timings = dict(sat.timings)
     t2 = time.perf_counter()
-    input_classes = {var_class[id(v)] for v in trace.inputs}
+    input_classes = {sat.var_class[id(v)] for v in trace.inputs}
     infos = class_infos(view, hints or {}, input_classes)
     cost = node_costs(view, CostModel(target, hints or {}), infos)
-    ex = extract(view, root_classes, cost, method=extractor)
+    ex = extract(view, sat.roots, cost, method=extractor)
     timings["extract"] = time.perf_counter() - t2
     t3 = time.perf_counter()
-    out = decode(view, ex.choice, trace, enc, root_classes, var_class)
+    out = sat.decode(ex.choice)
     timings["decode"] = time.perf_counter() - t3
     out.provenance = (f"engine target={target} extractor={extractor} "
                       f"({sum(timings.values()) * 1e3:.1f} ms, {len(view.nodes)} e-nodes)")
     chosen: dict[str, int] = {}
     from .extract import reachable
 
-    for c in reachable(view, root_classes, ex.choice):
+    for c in reachable(view, sat.roots, ex.choice):
         op = view.nodes[ex.choice[c]].op
         chosen[op] = chosen.get(op, 0) + 1
     _log_result(rep, ex, view, out, timings)
-    return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sess,
-                        {v.name: var_class[id(v)] for v in all_vars}, {v.name: enc.ref_of(v) for v in all_vars})
+    all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
+    return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sat.session,
+                        {v.name: sat.var_class[id(v)] for v in all_vars},
+                        {v.name: sat.enc.ref_of(v) for v in all_vars})
 
 
 def _has_negative_zero(trace: Trace) -> bool:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from satfuse.engine.session import Budget, Source
 
@@ -46,8 +46,9 @@ from .why import why_dead
 
 def coverage(cat: Catalogue, programs: Sequence[Program], *, soundness: bool = True, examples: int = 20,
              max_programs: int = 3, rules: Iterable[str] | None = None, budget: Budget | None = None,
-             seed: int = 0, log: Callable[[str], None] | None = None) -> CoverageReport:
-    """Fire counts, dead rules, soundness (forced differential tests) and guards for ``cat``'s rules."""
+             seed: int = 0, log: Callable[[str], None] | None = None, engine: Any = None) -> CoverageReport:
+    """Fire counts, dead rules, soundness (forced differential tests) and guards for ``cat``'s rules.
+    Programs are saturated by ``engine`` (a ``satfuse.Engine``; default: the default engine)."""
     t0 = time.perf_counter()
     sources = coverage_sources(cat)
     texts = {s.path: s.text.splitlines() for s in cat.sources}
@@ -56,7 +57,7 @@ def coverage(cat: Catalogue, programs: Sequence[Program], *, soundness: bool = T
     runs: list[ProgramRun] = []
     errors: list[str] = []
     for prog in programs:
-        run = run_program(prog, sources, cat.phases, budget)
+        run = run_program(prog, sources, cat.phases, budget, engine=engine)
         if log:
             log(f"  {prog.name}: {run.seconds * 1e3:.0f} ms, {run.nodes} nodes{' ' + run.error if run.error else ''}")
         if run.error:
@@ -86,7 +87,7 @@ def coverage(cat: Catalogue, programs: Sequence[Program], *, soundness: bool = T
         if not soundness:
             rc.status, rc.detail = "not checked", ""
             continue
-        _check_rule(rc, f, runs, examples, max_programs, seed, cat, sources, budget)
+        _check_rule(rc, f, runs, examples, max_programs, seed, cat, sources, budget, engine)
         if log:
             log(f"  {rc.name}: {rc.status} {rc.detail}")
     report.seconds = time.perf_counter() - t0
@@ -94,7 +95,7 @@ def coverage(cat: Catalogue, programs: Sequence[Program], *, soundness: bool = T
 
 
 def _check_rule(rc: RuleCoverage, f: RuleForm, runs: list[ProgramRun], examples: int, max_programs: int,
-                seed: int, cat: Catalogue, sources: Sequence[Source], budget: Budget | None) -> None:
+                seed: int, cat: Catalogue, sources: Sequence[Source], budget: Budget | None, engine: Any) -> None:
     """Judge ``f`` on its own at its matches (both sides on the same operands), then force it
     into plans of (up to ``max_programs``) programs where it fired and test them.
 
@@ -118,7 +119,7 @@ def _check_rule(rc: RuleCoverage, f: RuleForm, runs: list[ProgramRun], examples:
         for run in fired:
             if tried >= max_programs:
                 break
-            iso = run_program(run.program, iso_sources, [f.info.ruleset], budget, like=run)
+            iso = run_program(run.program, iso_sources, [f.info.ruleset], budget, like=run, engine=engine)
             plan, why = (forced_plan(iso, lhs, rhs) if iso.view is not None and iso.matches.get(key)
                          else (None, "does not fire alone"))
             target, how = iso, "alone"

@@ -10,18 +10,16 @@ other rules created cost 1e6 (so they are used only where R's right side needs t
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from satfuse.engine.costs import CostModel
-from satfuse.engine.decode import decode
 from satfuse.engine.egraph import EGraphView
 from satfuse.engine.extract import ExtractionError, check, class_infos, greedy_dag, node_costs, reachable
 from satfuse.engine.ir import IRError, TensorType, Trace
 from satfuse.engine.schema import ROOTS
-from satfuse.engine.session import Budget, RuleError, Session, Source
+from satfuse.engine.session import Budget, RuleError, Source
 from satfuse.engine.vocab import OPS, is_opaque
 
 from .corpus import Program, flat_inputs
@@ -50,7 +48,7 @@ class ProgramRun:
     view: EGraphView | None = None
     roots: list[str] = field(default_factory=list)
     var_class: dict[int, str] = field(default_factory=dict)
-    enc: Any = None
+    saturated: Any = None  # the engine's Saturated (its decode maps a choice back to a program)
     base_cost: dict[str, float] = field(default_factory=dict)
     original: set[str] = field(default_factory=set)
     class_types: dict[str, list[TensorType]] = field(default_factory=dict)  # program values' types by e-class
@@ -83,9 +81,12 @@ def isolated_sources(sources: Sequence[Source], cat: Catalogue, keep: RuleInfo) 
 
 
 def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str], budget: Budget | None = None,
-                like: ProgramRun | None = None) -> ProgramRun:
-    """Capture ``prog`` (or reuse ``like``'s capture), saturate it and keep what forcing needs."""
+                like: ProgramRun | None = None, engine: Any = None) -> ProgramRun:
+    """Capture ``prog`` (or reuse ``like``'s capture), saturate it through ``engine`` (a
+    ``satfuse.Engine``; default: the default engine) and keep what forcing needs."""
     from satfuse.engine import capture
+
+    from satfuse.pipeline import default_engine
 
     run = ProgramRun(prog)
     if like is not None and like.trace is not None:
@@ -101,27 +102,26 @@ def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str],
     trace = run.trace
     t0 = time.perf_counter()
     try:
-        sess = Session(sources)
-        enc = sess.add_trace(trace)
-        rep = sess.saturate(list(phases), budget)
-        run.matches = {k: v for k, v in rep.matches.items() if v}
-        run.stop = rep.hit_limit
-        run.nodes = rep.nodes
-        all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
-        data, run.roots, run.var_class = sess.serialize_program(enc, all_vars).parse()
-        for v in all_vars:  # a class holding values of different types means a rule equated them
-            if id(v) in run.var_class and isinstance(v.type, TensorType):
-                types = run.class_types.setdefault(run.var_class[id(v)], [])
-                if v.type not in types:
-                    types.append(v.type)
-        run.conflicts = _conflicts(sess)
+        sat = (engine or default_engine()).saturate(trace, sources=sources, phases=phases, budget=budget,
+                                                    keep_facts=True)
     except RuleError as e:
         run.error = str(e)
         return run
-    run.enc = enc
-    run.facts = relation_rows(data)
-    view = EGraphView.from_json(data)
-    run.view = view
+    rep = sat.report
+    run.matches = {k: v for k, v in rep.matches.items() if v}
+    run.stop = rep.hit_limit
+    run.nodes = rep.nodes
+    run.roots, run.var_class = sat.roots, sat.var_class
+    for v in [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]:
+        # a class holding values of different types means a rule equated them
+        if id(v) in run.var_class and isinstance(v.type, TensorType):
+            types = run.class_types.setdefault(run.var_class[id(v)], [])
+            if v.type not in types:
+                types.append(v.type)
+    run.saturated = sat
+    run.facts = relation_rows(sat.data)
+    run.conflicts = _conflicts(run.facts)
+    view = run.view = sat.view
     input_classes = {run.var_class[id(v)] for v in trace.inputs}
     infos = class_infos(view, run.hints, input_classes)
     run.base_cost = node_costs(view, CostModel("nvfuser", run.hints), infos)
@@ -132,19 +132,12 @@ def run_program(prog: Program, sources: Sequence[Source], phases: Sequence[str],
     return run
 
 
-def _conflicts(sess: Session) -> list[str]:
-    try:
-        out = sess.run(["(print-function extent-conflict 20)"], "conflicts")
-    except RuleError:
-        return []
-    text = " ".join(str(getattr(o, "text", o)) for o in out)
-    found = [f"{a} vs {b}" for a, b in re.findall(r"\(extent-conflict (-?\d+) (-?\d+)\)", text)]
-    try:
-        out = sess.run(["(print-function rank-conflict 1)"], "conflicts")
-        if "(rank-conflict" in " ".join(str(getattr(o, "text", o)) for o in out):
-            found.append("a shape list vs the empty list (ranks differ)")
-    except RuleError:
-        pass
+def _conflicts(facts: dict[str, set[tuple]]) -> list[str]:
+    """lang.egg's conflict rows as text: extents equated while different, a shape list equated
+    with the empty one."""
+    found = [f"{a} vs {b}" for a, b in sorted(facts.get("extent-conflict", ()), key=str)[:20]]
+    if facts.get("rank-conflict"):
+        found.append("a shape list vs the empty list (ranks differ)")
     return found
 
 
@@ -204,7 +197,7 @@ def forced_plan(run: ProgramRun, lhs: tuple, rhs: tuple, route: bool = False) ->
     if not forced:
         return None, "the plan could not take the right side (an alternative is required or the rule only restates it)"
     try:
-        plan = decode(view, choice, run.trace, run.enc, run.roots, run.var_class)
+        plan = run.saturated.decode(choice)
     except (IRError, KeyError, ValueError, TypeError) as e:
         return Trace([], [], []), f"the forced plan does not decode: {type(e).__name__}: {e}"
     return plan, ""

@@ -2,9 +2,11 @@
 
 Every way into satfuse ends in :meth:`Engine.compile`: ``optimize`` (a function captured on its
 example inputs), ``jit`` (captured per call case with symbolic extents), the ``torch.compile``
-backend (the graph Dynamo / AOTAutograd traced, converted) and the rule-coverage benchmarks. The
-capture route differs by what is given (a Python function or an fx graph); everything after it
-(catalogue, saturation, extraction, lowering, timings, GC pause) is this one call.
+backend (the graph Dynamo / AOTAutograd traced, converted). The capture route differs by what is
+given (a Python function or an fx graph); everything after it (catalogue, saturation, extraction,
+lowering, timings, GC pause) is this one call. The rule-coverage harness (``rewrites/``) stops
+half-way, at :meth:`Engine.saturate`: the same saturation on the same pool, with its own sources
+(rules isolated one by one) and its own extraction costs (a rule forced into the plan).
 
 An Engine owns what lives longer than one compilation:
 
@@ -34,8 +36,9 @@ from typing import Any, Callable, Sequence
 from satfuse.api import Options, Plan, gc_paused
 from satfuse.engine.fallible import effects
 from satfuse.engine.ir import Trace
-from satfuse.engine.optimize import EngineResult, optimize_trace
+from satfuse.engine.optimize import EngineResult, Saturated, optimize_trace, saturate_trace
 from satfuse.engine.pool import SessionPool, shared_pool
+from satfuse.engine.session import Budget, Source
 from satfuse.rewrites.packs import Catalogue, builtin_catalogue, load_catalogue
 
 
@@ -135,6 +138,23 @@ class Engine:
             lowered = lower(eng.trace, hints=hints or {}, executor=opts.executor, aliasing=aliasing, layouts=layouts)
             timings["lower"] = time.perf_counter() - t1
         return Compiled(cat, eng, lowered, timings)
+
+    def saturate(self, trace: Trace, *, sources: Sequence[Source] | None = None, phases: Sequence[str] | None = None,
+                 budget: Budget | None = None, options: Options | dict[str, Any] | None = None,
+                 keep_facts: bool = False) -> Saturated:
+        """The first half of :meth:`compile`: ``trace`` saturated on this engine's pool and
+        serialized, for callers that extract with their own costs (the rule-coverage harness).
+        ``sources``/``phases``/``budget`` default to the options' catalogue and budget; a
+        conflict is reported in ``report.conflicts``, not raised; ``keep_facts`` keeps the
+        analysis relations' rows in the serialized e-graph."""
+        opts = self.options_for(options)
+        if sources is None or phases is None:
+            cat = self.catalogue(opts)
+            sources = cat.sources if sources is None else sources
+            phases = (list(opts.phases) if opts.phases is not None else cat.phases) if phases is None else phases
+        with gc_paused():
+            return saturate_trace(trace, sources, phases, budget=budget or opts.budget, pool=self.pool,
+                                  keep_facts=keep_facts, stop_on_conflict=False)
 
     # ------------------------------------------------------------------ entry points
     def optimize(self, fn_or_trace: Callable | Trace, *example_args: Any,

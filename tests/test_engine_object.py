@@ -40,3 +40,23 @@ def test_import_creates_no_engine_pool_or_thread():
             "assert not p._DEFAULT and not pool._SHARED, 'created at import'\n"
             "assert [t.name for t in threading.enumerate()] == ['MainThread']\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_rule_coverage_harness_saturates_through_the_engine():
+    """The harness (``rewrites/``) saturates on the Engine's pool, as optimize does: the one
+    loaded session serves optimize and every corpus program run with the same sources."""
+    from satfuse.rewrites import builtin_catalogue
+    from satfuse.rewrites.corpus import load_corpus
+    from satfuse.rewrites.forcing import run_program
+
+    eng = satfuse.Engine()
+    cat = builtin_catalogue()
+    try:
+        runs = [run_program(p, cat.sources, cat.phases, engine=eng) for p in load_corpus()[:2]]
+        assert all(r.view is not None and not r.error and r.matches for r in runs), [r.error for r in runs]
+        assert eng.pool.loads == 1  # loaded on this engine's pool
+        x = torch.randn(4, 3)
+        torch.testing.assert_close(eng.optimize(f, x)(x), f(x))
+        assert eng.pool.loads == 1  # and reused by optimize
+    finally:
+        eng.close()
