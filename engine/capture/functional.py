@@ -503,9 +503,8 @@ class EagerRewrites(TorchDispatchMode):
       ``t.unfold(0, 2, 3)`` would zero the gaps. Slices and views have exact scatter inverses.
     - ``as_strided`` of a tensor that is not (a view of) an input, or reaching elements outside the
       tensor it views, is refused: both depend on memory layout, which a plan does not carry; so is
-      one of an input written earlier that is not contiguous from its storage's start (the plan
-      holds the written value as a fresh contiguous tensor, which as_strided would read in
-      another order).
+      one of an input written earlier (functionalization views the written value, which the plan
+      holds in a layout of its own: contiguous, or an expanded view of what was copied in).
     - ``dst.copy_(src)`` where ``src`` is ``dst``'s own memory at the same geometry and dtype is
       nothing (eager's ``copy_`` returns early), even where ``dst`` holds an element twice.
     - an op whose meta kernel promotes to another dtype than eager's kernel (``pow(bool, False)``
@@ -538,13 +537,12 @@ class EagerRewrites(TorchDispatchMode):
                     "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
                     "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
                     "as eager does: call as_strided on the base tensor instead")
-            if any(i in self.written and not (x.is_contiguous() and x.storage_offset() == 0)
-                   for i, x in enumerate(self.inputs) if _same_storage(args[0], x)):
+            if any(i in self.written for i, x in enumerate(self.inputs) if _same_storage(args[0], x)):
                 raise OrderDependentWriteError(
-                    "as_strided of an input written earlier in the program whose memory is not contiguous from its "
-                    "storage's start: the plan holds the written value as a fresh contiguous tensor, so as_strided "
-                    "would address its elements in another order than eager: pass the input contiguous, or use "
-                    "view/slicing ops")
+                    "as_strided of an input written earlier in the program: functionalization views the written "
+                    "value, which the plan holds in a layout of its own (contiguous, or an expanded view of what "
+                    "was copied in), so as_strided would address other elements than eager: call as_strided "
+                    "before the write, or use view/slicing ops")
             return out
         if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
             return args[0]
