@@ -47,6 +47,10 @@ def fmt_value(a: Any) -> str:
         return sympy.sstr(a)
     if isinstance(a, bool) or a is None:
         return repr(a)
+    if isinstance(a, torch.Tensor):  # a constant of the program (capture's ``literal``)
+        if a.numel() <= 16:
+            return f"torch.tensor({a.tolist()!r}, dtype={a.dtype})"
+        return f"<{a.dtype} constant of shape {list(a.shape)}>"
     lit = fmt_literal(a)
     return lit if lit is not None else repr(a)
 

@@ -112,22 +112,26 @@ class Converter:
     def literal(self, n: torch.fx.Node) -> Var:
         """A ``get_attr`` tensor of the traced graph. Capture traces on fake tensors and refuses
         real ones, so such a tensor was made from a literal while tracing (``torch.tensor([])``
-        in HF's KV cache, ``torch.tensor(-inf)``): one whose elements are all equal (or that is
-        empty) is a ``full``; any other is refused (pass it as an input)."""
+        in HF's KV cache, ``torch.tensor([1.0, 2.0])``, ``torch.tensor(-inf)``): one whose
+        elements are all equal (or that is empty) is a ``full``; any other is a copy of the
+        constant (``lift_fresh_copy``, as eager makes a fresh tensor on each call), which the
+        plan holds."""
         obj: Any = self.gm
         for part in str(n.target).split("."):
             obj = getattr(obj, part, None)
-        if isinstance(obj, torch.Tensor) and not isinstance(obj, torch._subclasses.FakeTensor):
-            flat = obj.detach().reshape(-1)
-            if flat.numel() == 0 or bool((flat == flat[0]).all()):
-                value = flat[0].item() if flat.numel() else 0
-                typ = TensorType(dtype_name(obj.dtype), tuple(obj.shape), _dev(obj.device))
-                if obj.dtype.is_complex:  # the vocabulary has no complex values: torch makes it
-                    return self.emit("aten.full.default", (tuple(obj.shape), value), None, hint="literal",
-                                     kwargs={"dtype": obj.dtype, "device": obj.device}, out_type=typ)
-                return self.emit("full", (tuple(obj.shape), value, typ.dtype), None, hint="literal", out_type=typ)
-        raise CaptureError(f"node {n.name}: get_attr {n.target!r}: a tensor constant in the traced program "
-                           "(a literal tensor with distinct values?): tensors must be inputs, not constants")
+        if not isinstance(obj, torch.Tensor) or isinstance(obj, torch._subclasses.FakeTensor):
+            raise CaptureError(f"node {n.name}: get_attr {n.target!r}: {type(obj).__name__} is not a constant "
+                               "tensor satfuse can hold: pass it as an input")
+        typ = TensorType(dtype_name(obj.dtype), tuple(obj.shape), _dev(obj.device))
+        flat = obj.detach().reshape(-1)
+        if flat.numel() == 0 or bool((flat == flat[0]).all()):
+            value = flat[0].item() if flat.numel() else 0
+            if obj.dtype.is_complex:  # the vocabulary has no complex values: torch makes it
+                return self.emit("aten.full.default", (tuple(obj.shape), value), None, hint="literal",
+                                 kwargs={"dtype": obj.dtype, "device": obj.device}, out_type=typ)
+            return self.emit("full", (tuple(obj.shape), value, typ.dtype), None, hint="literal", out_type=typ)
+        const = obj.detach().clone()  # the plan's own: the program's module may be freed or changed
+        return self.emit("aten.lift_fresh_copy.default", (const,), None, hint="literal", out_type=typ)
 
     def value(self, a: Any) -> Any:
         """fx argument -> IR argument: Vars, numbers, exprs, tuples."""
