@@ -522,9 +522,11 @@ def _milp_within(seconds: float, *args, **kwargs):
         except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
             out.append(e)
 
+    if seconds <= 0:
+        return None
     t = threading.Thread(target=solve, name="satfuse-ilp")
     t.start()
-    t.join(seconds + 0.02)
+    t.join(seconds)
     if out and isinstance(out[0], BaseException):
         raise ExtractionError(f"HiGHS failed: {out[0]}") from out[0]
     return out[0] if out else None
@@ -547,13 +549,15 @@ def ilp(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: flo
     nodes (another node of the class costs no more and uses a subset of its children).
     ``warm`` (the greedy answer) is what comes back when HiGHS finds nothing in
     ``timeout`` seconds (the note says so); without it that is an ``ExtractionError``.
+    ``timeout`` bounds the whole call, pruning included.
     """
+    t0 = time.perf_counter()
     g = _Compact(view, roots)
     keep = [list(ns) for ns in g.class_nodes]
     _drop_unusable(g, keep)
     if prune:
         _drop_dominated(g, keep, [cost[nid] for nid in g.node_ids])
-    return _solve(g, keep, roots, cost, timeout, warm)
+    return _solve(g, keep, roots, cost, timeout - (time.perf_counter() - t0), warm)
 
 
 def _drop_unusable(g: _Compact, keep: list[list[int]]) -> None:
@@ -600,9 +604,9 @@ def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str,
     Cycles are excluded either by class levels inside the strongly connected components of
     what is kept (``lazy=False``: one solve, a weak relaxation), or lazily (``lazy=True``:
     solve without them; while the answer has a cycle, forbid choosing all of that cycle's
-    nodes together and solve again). ``timeout`` bounds the whole call."""
-    np, Bounds, LinearConstraint, milp, csr_matrix = _scipy()
+    nodes together and solve again). ``timeout`` bounds the whole call (scipy's first import included)."""
     t0 = time.perf_counter()
+    np, Bounds, LinearConstraint, milp, csr_matrix = _scipy()
     root_ids = sorted({g.idx[r] for r in roots})
     for r in root_ids:
         if not keep[r]:
@@ -658,9 +662,10 @@ def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str,
         if left > 0:
             a = csr_matrix((np.array(vals), np.array(cols, dtype=np.int64), np.array(indptr, dtype=np.int64)),
                            shape=(len(lo), nv))
-            res = _milp_within(left, c_vec, constraints=LinearConstraint(a, np.array(lo), np.full(len(lo), np.inf)),
-                               integrality=integrality, bounds=bounds,
-                               options={"time_limit": left, "disp": False, "mip_rel_gap": 0.0})
+            rows = LinearConstraint(a, np.array(lo), np.full(len(lo), np.inf))
+            left = float(timeout) - (time.perf_counter() - t0)  # building the matrix took some
+            res = _milp_within(left, c_vec, constraints=rows, integrality=integrality, bounds=bounds,
+                               options={"time_limit": max(left, 1e-3), "disp": False, "mip_rel_gap": 0.0})
         secs = time.perf_counter() - t0
         if res is None or res.x is None:
             why = "timed out" if res is None or res.status == 1 else f"failed ({res.message})"
@@ -732,7 +737,11 @@ def hybrid(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: 
         return _enumerate(g, keep, root_ids, decisions, cost, greedy)
     if not has_ilp():
         return greedy, "greedy (no scipy for the ILP step)"
-    limit = min(timeout, 0.25 + 2 * (time.perf_counter() - t0))
+    # the whole call keeps to ``timeout``: greedy, pruning and scipy's first import come off the ILP's share
+    spent = time.perf_counter() - t0
+    limit = min(timeout - spent, 0.25 + 2 * spent)
+    if limit <= 0:
+        return greedy, f"greedy (the {timeout:g}s limit was spent before the ILP step)"
     gcost = dag_cost(view, roots, greedy, cost)
     found, note = _solve(g, keep, roots, cost, limit, greedy, lazy=True, bound=gcost)
     if found is not greedy and dag_cost(view, roots, found, cost) >= gcost - EPS:
@@ -760,7 +769,8 @@ def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: 
             timeout: float | None = None) -> Extraction:
     """Run extractor ``method`` (a key of ``EXTRACTORS``) and check its answer.
 
-    ``timeout`` is the ILP's hard limit (default: 10 s for ``ilp``, 1 s for ``hybrid``)."""
+    ``timeout`` bounds the whole extraction, the ILP being abandoned at it (default: 10 s for
+    ``ilp``, 1 s for ``hybrid``); greedy-dag has none."""
     if method not in EXTRACTORS:
         raise ExtractionError(f"unknown extractor {method!r}; known: {', '.join(EXTRACTORS)}")
     t0 = time.perf_counter()
@@ -787,8 +797,10 @@ def _run(view: EGraphView, roots: list[str], cost: dict[str, float], method: str
             if method == "hybrid":
                 found, note = hybrid(view, roots, cost, timeout=1.0 if timeout is None else timeout)
             else:
+                t0 = time.perf_counter()
                 greedy = greedy_dag(view, roots, cost)
-                found, note = ilp(view, roots, cost, timeout=10.0 if timeout is None else timeout, warm=greedy)
+                left = (10.0 if timeout is None else timeout) - (time.perf_counter() - t0)
+                found, note = ilp(view, roots, cost, timeout=left, warm=greedy)
             if greedy is not None and found is not greedy and (
                     dag_cost(view, roots, found, cost) > dag_cost(view, roots, greedy, cost) + EPS):
                 found, note = greedy, note + "; worse than greedy, greedy answer kept"

@@ -10,6 +10,7 @@ panics, which are ``BaseException``s) becomes a ``RuleError`` naming file, line 
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -85,6 +86,8 @@ class PhaseReport:
     seconds: float = 0.0
     nodes: int = 0
     throttled: bool = False  # some steps ran under the back-off scheduler
+    #: rules the back-off scheduler banned in the last slice (each matched more than its limit)
+    banned: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -112,12 +115,14 @@ class SaturationReport:
 
     @property
     def hit_limit(self) -> list[str]:
-        return [f"{p.phase}: {p.stop}" for p in self.phases if p.stop.kind != "saturated"]
+        return [f"{p.phase}: {p.stop}" + (f" (banned: {', '.join(p.banned)})" if p.banned else "")
+                for p in self.phases if p.stop.kind != "saturated"]
 
     def table(self) -> str:
-        rows = [f"{'phase':<14} {'iters':>5} {'stop':<22} {'ms':>8} {'nodes':>8}"]
+        rows = [f"{'phase':<14} {'iters':>5} {'stop':<22} {'ms':>8} {'nodes':>8}  banned"]
         for p in self.phases:
-            rows.append(f"{p.phase:<14} {p.iterations:>5} {str(p.stop):<22} {p.seconds * 1e3:>8.1f} {p.nodes:>8}")
+            rows.append(f"{p.phase:<14} {p.iterations:>5} {str(p.stop):<22} {p.seconds * 1e3:>8.1f} {p.nodes:>8}  "
+                        + ", ".join(p.banned))
         return "\n".join(rows)
 
 
@@ -127,11 +132,11 @@ ANALYSIS_CHUNK = 10
 CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict", "dtype-conflict")
 #: lang.egg's rules that fill them: a match in a run report means a conflict row
 CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict", "lang/dtype-conflict")
-#: a bound on the e-nodes one rule match adds (a rewrite's right-hand side), for budget checks
-NODES_PER_MATCH = 50
 #: a rule's matches grow by (this iteration's / the last one's) only counted from this many matches on;
 #: below it a ratio says nothing (a rule that just started matching)
 GROWTH_FLOOR = 64
+#: a slice predicted on an e-graph that grew is taken this much longer (its search may be of a higher degree)
+EXTRAPOLATION_MARGIN = 2.0
 #: commands that only add data or run rules: a session that ran nothing else can be rolled back
 _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
 
@@ -203,12 +208,64 @@ def _add_matches(matches: dict[str, int], into: dict[str, int]) -> int:
     return total
 
 
-def _growth(before: dict[str, int], now: dict[str, int]) -> float:
-    """How much longer the next iteration may take than this one: the largest factor by which a
-    rule's matches grew. egglog cannot be interrupted inside ``run_program`` (a signal waits for it
-    to return), and a cross-product rule's search grows with the square of the e-graph, so the time
-    budget has to be kept by not starting an iteration that would overrun it."""
-    return max((v / before[k] for k, v in now.items() if before.get(k, 0) >= GROWTH_FLOOR), default=1.0)
+def _growth(before: dict[str, int], now: dict[str, int], floor: int = GROWTH_FLOOR) -> float:
+    """The largest factor by which a count grew (a rule's matches, a table's rows), counted
+    only from ``floor`` on: below it a ratio says nothing (a rule that just started matching)."""
+    return max((v / before[k] for k, v in now.items() if before.get(k, 0) >= floor), default=1.0)
+
+
+class _Pace:
+    """Predicts the next saturation step of a phase and picks its form: a plain ``run`` or a
+    slice under the back-off scheduler with match limit :attr:`match_limit`.
+
+    egglog cannot be interrupted inside a command, so the time budget is kept by not starting a
+    step predicted to end past it. A plain step searches only new facts: its time follows its
+    rules' matches, which grow with the tables they join (a cross-product rule's with the square
+    of one). A slice builds a fresh scheduler, which searches everything again: its time grows as
+    the largest table to a power learnt from the slices so far (2 until two slices measured it).
+    Doubling N when a slice changed nothing admits the rules with at most 2N matches; it is done
+    only if the slice after it, on the e-graph those matches may grow, still fits the time left."""
+
+    def __init__(self, budget: Budget) -> None:
+        self.budget = budget
+        self.match_limit: int | None = None  # None: plain steps
+        self.rate = 0.0  # matches applied per second, the best seen (apply cost of a slice)
+        self.rows_per_match = 1.0  # rows the largest table gained per match, the most seen
+        self.power = 2.0  # a slice's time ~ (largest table's rows) ** power
+        self.last: tuple[int, float] | None = None  # (largest table's rows it searched, seconds) of the last slice
+
+    def next(self, took: float, before: dict[str, int], counts: dict[str, int], matched: int,
+             sizes_before: dict[str, int], sizes: dict[str, int], stuck: bool, left: float) -> float | None:
+        """The predicted time of the next step after one that took ``took`` s (matched ``matched``
+        times, tables ``sizes_before`` -> ``sizes``); None if no step can fit the ``left`` seconds."""
+        rows_before, rows = max(sizes_before.values(), default=1), max(sizes.values(), default=1)
+        if matched:
+            self.rate = max(self.rate, matched / max(took, 1e-6))
+            self.rows_per_match = max(self.rows_per_match, (rows - rows_before) / matched)
+        limit = self.budget.match_limit
+        if self.match_limit is None:
+            growth = max(1.0, _growth(before, counts), _growth(sizes_before, sizes, 8) ** 2)
+            most = max(counts.values(), default=0)
+            if most > limit or most * growth > limit:  # matched, or will match, more than the limit
+                self.match_limit = limit
+            return took * growth
+        if self.last is not None and took > 1e-3 and rows_before > 1.2 * self.last[0]:
+            seen = math.log(took / max(self.last[1], 1e-6)) / math.log(rows_before / self.last[0])
+            self.power = min(4.0, max(self.power, seen))
+        self.last = (rows_before, took)
+        grew = rows / max(rows_before, 1)
+        # the next slice's search; an extrapolation over a grown e-graph gets a margin (the power is learnt late)
+        search = took * grew ** self.power * (EXTRAPOLATION_MARGIN if grew > 1.2 else 1.0)
+        if not stuck:
+            return search + self.match_limit / max(self.rate, 1.0)
+        # the slice changed nothing: its banned rules each match more than N. Doubling N admits
+        # those with at most 2N (a slice after that is predicted on the grown e-graph, as any)
+        n = 2 * self.match_limit
+        this = search + n / max(self.rate, 1.0)
+        if this > left:
+            return None
+        self.match_limit = n
+        return this
 
 
 def _most_matches(it: Any) -> int:
@@ -398,86 +455,91 @@ class Session:
 
         A step runs the analysis rules to their fixpoint (up to ``ANALYSIS_CHUNK`` iterations,
         then in further chunks with node checks) and then one iteration of the phase; a phase
-        is saturated when a whole step changes nothing. The time budget is checked before each
-        step against a prediction of it (this step's time × its rules' match growth, ``_growth``):
-        a step that would end past the budget is not started. Rules run with egglog's core ``run``,
-        which stops as soon as an iteration changes nothing (``run-schedule`` with ``repeat``
-        does not, and egglog-python's schedule command costs about 5x more per iteration),
-        and with no scheduler: creating egglog's back-off scheduler costs about 2 ms per
-        ruleset and declares tables. Once a rule of the phase matches more than
-        ``budget.match_limit`` times in one iteration, the phase's remaining steps run under
-        the back-off scheduler, which throttles such rules (associativity, commutativity).
+        is saturated when a whole step changes nothing. Steps start as egglog's core ``run``:
+        semi-naive (only new facts are searched), and no scheduler (creating egglog's back-off
+        scheduler costs about 2 ms per ruleset and declares tables, so the session cannot go
+        back to the pool). egglog cannot be interrupted inside a command, so the time budget
+        is kept by predicting each step (:class:`_Pace`) and not starting one that would end
+        past it, and by bounding what a step may add: once a rule matched, or is predicted to
+        match, more than ``budget.match_limit`` times, the phase goes on in slices under the
+        back-off scheduler, whose match limit N admits only the rules with at most N matches
+        (the others are banned for that slice); N doubles when a slice changed nothing, as far
+        as the time left can absorb what the slice may add. The report names the rules still
+        banned when a budget stopped the phase.
         """
         budget = budget or Budget()
         rep = SaturationReport()
         t_start = time.perf_counter()
+        deadline = t_start + budget.seconds
         lead = f"(run {analysis} {ANALYSIS_CHUNK})"
         known = self.size()  # e-nodes at the last reading
         limit = rep.node_limit = budget.node_limit(known)
         todo = list(phases)
         if not self._analysis(analysis, budget, rep, limit):
             phases = []  # the analysis alone hit the node budget: extract what we have
-            known = self.size()
-        grown = 0  # rule matches since
+        sizes = self.sizes()
         recent: list[list[str]] = [[], []]  # rules matched in the last two phase iterations
         for phase in phases:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
             stop = StopReason("iterations", budget.iterations)
-            plain = f"{lead} (run {phase} 1)"
-            throttled = (f"{lead} (run-schedule (let-scheduler bo (back-off :match-limit {budget.match_limit} "
-                         f":ban-length {budget.ban_length})) (run-with bo {phase}))")
-            step = plain
+            pace = _Pace(budget)
             counts: dict[str, int] = {}  # the last step's matches per rule
+            seen: set[str] = set()  # rules of the phase that matched in some step
             for _ in range(budget.iterations):
+                n = pace.match_limit
+                step = (f"{lead} (run {phase} 1)" if n is None else
+                        f"{lead} (run-schedule (let-scheduler bo (back-off :match-limit {n} "
+                        f":ban-length {budget.ban_length})) (run-with bo {phase}))")
                 t_step = time.perf_counter()
                 lead_out, step_out = self.run([step], f"phase {phase}")
-                t_now = time.perf_counter()
+                took = time.perf_counter() - t_step
                 pr.iterations += 1
+                pr.throttled |= n is not None
                 report = step_out.report
                 counts, before = dict(report.num_matches_per_rule), counts
-                predicted = (t_now - t_step) * max(1.0, _growth(before, counts))
-                recent = [[k for k, v in report.num_matches_per_rule.items() if v], recent[0]]
-                grown += _add_matches(report.num_matches_per_rule, pr.matches)
+                applied = [k for k, v in counts.items() if v]
+                recent = [applied, recent[0]]
+                matched = _add_matches(counts, pr.matches)
                 lead_matches = lead_out.report.num_matches_per_rule
-                grown += _add_matches(lead_matches, rep.analysis)
+                _add_matches(lead_matches, rep.analysis)
                 if not report.updated and not lead_out.report.updated:
                     stop = StopReason("saturated")
                     break
-                if step is plain and _most_matches(report.iterations[-1]) > budget.match_limit:
-                    step = throttled
-                    pr.throttled = True
                 conflict = any(lead_matches.get(r) for r in CONFLICT_RULES)
                 if not conflict and lead_out.report.iterations[-1].rule_set_report.changed:
                     # the lead chunk did not reach the analysis fixpoint: finish it before the next step
-                    before = dict(rep.analysis)
+                    before_analysis = dict(rep.analysis)
                     if not self._analysis(analysis, budget, rep, limit):
                         stop = StopReason("nodes", limit)
                         break
-                    conflict = any(rep.analysis.get(r, 0) > before.get(r, 0) for r in CONFLICT_RULES)
+                    conflict = any(rep.analysis.get(r, 0) > before_analysis.get(r, 0) for r in CONFLICT_RULES)
                 if conflict:
                     rep.conflicts = self.conflicts()
                     rep.suspects = list(dict.fromkeys(recent[0] + recent[1]))
                     stop = StopReason("conflict")
                     break
-                # a match adds at most a few dozen e-nodes: read the size (a print-size) only when
-                # the matches since the last reading could have crossed the budget
-                if known + NODES_PER_MATCH * grown > limit:
-                    nodes = known = self.size()
-                    grown = 0
-                    if nodes > limit:
-                        stop = StopReason("nodes", limit)
-                        break
-                if time.perf_counter() - t_start + predicted > budget.seconds:
+                sizes, before_sizes = self.sizes(), sizes
+                if sum(sizes.values()) > limit:
+                    stop = StopReason("nodes", limit)
+                    break
+                # a slice searches everything: a rule that matched before and was not applied now
+                # was banned (it matched more than N); a slice that changed nothing is stuck on those
+                stuck = n is not None and sizes == before_sizes
+                pr.banned = sorted(seen - set(applied)) if n is not None else []
+                seen.update(applied)
+                predicted = pace.next(took, before, counts, matched, before_sizes, sizes, stuck,
+                                      deadline - time.perf_counter())
+                if predicted is None or time.perf_counter() + predicted > deadline:
                     stop = StopReason("time", budget.seconds)
                     break
             pr.stop = stop
             pr.seconds = time.perf_counter() - t0
-            pr.nodes = known = self.size()
-            grown = 0
+            pr.nodes = self.size()
             rep.phases.append(pr)
             if stop.kind in ("nodes", "time", "conflict"):
                 break
+            sizes = self.sizes()
         ran = {p.phase for p in rep.phases}
         for phase in todo:  # phases a budget stop kept from running at all: reported, not silent
             if phase not in ran:

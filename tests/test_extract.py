@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -289,6 +290,17 @@ def test_ilp_timeout_falls_back_to_greedy_with_a_note():
     check(view, roots, ex.choice)
     assert ex.note and ex.note != "optimal"
     assert ex.dag_cost <= dag_cost(view, roots, greedy, cost) + EPS
+
+
+@pytest.mark.parametrize("method", ["ilp", "hybrid"])
+def test_the_time_limit_bounds_the_whole_extraction(method):
+    """``timeout`` is hard for the whole call: greedy, pruning, building the model and scipy's
+    first import come off the ILP's share, and HiGHS is abandoned at the deadline."""
+    view, roots, cost = random_egraph(7, n_classes=3000, max_nodes=4, max_kids=3, back_edge=0.5)
+    t0 = time.perf_counter()
+    ex = extract(view, roots, cost, method=method, timeout=0.2)
+    assert time.perf_counter() - t0 < 0.2 * 1.1 + 0.15, ex.note
+    check(view, roots, ex.choice)
 
 
 # --------------------------------------------------------------------------- real programs
