@@ -705,21 +705,19 @@ def _first(e: BaseException) -> str:
     return (s[0] if s else "")[:240]
 
 
-REFUSALS = ("UnsupportedError", "CaptureError")
 #: the signature of an equal result some of whose values needed the float64 criterion
 ACCURATE = "as-accurate-as-eager"
-#: build-time refusals of example inputs a plan cannot serve (optimize's aliasing check)
-INPUT_REFUSALS = r"cannot have a plan"
 
 
 def _refusal(e: BaseException | None) -> bool:
-    """A clear refusal at build time: an unsupported-form error of satfuse's (as such, or as
-    the cause of jit's RecompileError / Dynamo's BackendCompilerFailed), or a GuardError
-    saying the example inputs cannot have a plan."""
+    """A clear refusal at build time: a satfuse error (as such, or as the cause of jit's
+    RecompileError / Dynamo's BackendCompilerFailed) whose message matches a row of the one table
+    of refused forms, ``engine/unsupported.py``; any other build error is a crash."""
+    from satfuse.engine.unsupported import refused_as_listed
+
     while e is not None:
-        names = {c.__name__ for c in type(e).__mro__}
-        if names & set(REFUSALS) or "GuardError" in names and re.search(INPUT_REFUSALS, str(e)):
-            return "bug" not in str(e).lower()
+        if refused_as_listed(e) is not None:
+            return True
         e = e.__cause__
     return False
 

@@ -49,6 +49,31 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "a plan computes values and writes them into the caller's buffers; it cannot change the caller's tensor "
         "object's shape or strides (capture refuses it: engine/capture)",
     ),
+    Unsupported(
+        "as_strided of a computed tensor, of an input written earlier in the program, or reaching storage "
+        "elements outside the tensor it views",
+        r"as_strided (of a computed tensor|of an input written earlier|reaches memory outside)",
+        "as_strided's meaning is the memory layout eager gave its operand; values, not layouts, flow through a "
+        "plan (a written input's new value is held in a layout of the plan's own)",
+    ),
+    Unsupported(
+        "a write through a view of an as_strided view (x.as_strided(...)[0].add_(1))",
+        r"mutation on a view chain of length \d+, where view \d+ was an as_strided\(\) call",
+        "PyTorch's functionalization (the machinery capture runs on, as AOTAutograd does) cannot replay such a "
+        "view chain onto the written base",
+    ),
+    Unsupported(
+        "a write into a tensor whose elements overlap (a reshape of overlapping unfold windows written in place)",
+        r"functionalization encountered a tensor being mutated that has internal overlap",
+        "PyTorch's functionalization refuses it (torch.compile does too): the written value's meaning depends on "
+        "the order eager visits the shared elements",
+    ),
+    Unsupported(
+        "a dtype the IR has no place for (complex32, the float8 and quantized dtypes, uint16/32/64)",
+        r"dtype torch\.\w+ is not supported by satfuse",
+        "the vocabulary, the cost model and nvFuser's DataType cover the dtypes of engine/ir.py DTYPE_NAMES; "
+        "torch itself supports few ops on the others",
+    ),
 )
 
 

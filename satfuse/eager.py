@@ -20,11 +20,18 @@ def run_on_copies(fn: Callable, args: tuple, kwargs: dict, state: Sequence[tuple
     reads and may write without taking them as arguments (a Dynamo graph's ``get_attr`` tensors:
     an optimizer's state); they are swapped for copies during the run, under one lock."""
     storages: dict[Any, Any] = {}
+    copies: dict[int, Any] = {}  # one copy per tensor object: f(a, a) may change a's metadata through b
 
     def shadow(x: Any) -> Any:
-        if not isinstance(x, torch.Tensor) or type(x) not in (torch.Tensor, torch.nn.Parameter) or x.is_conj() \
-                or x.is_neg() or x.layout != torch.strided:
-            return x.detach().clone() if isinstance(x, torch.Tensor) else x
+        if not isinstance(x, torch.Tensor):
+            return x
+        if id(x) not in copies:
+            copies[id(x)] = _shadow(x)
+        return copies[id(x)]
+
+    def _shadow(x: torch.Tensor) -> torch.Tensor:
+        if type(x) not in (torch.Tensor, torch.nn.Parameter) or x.is_conj() or x.is_neg() or x.layout != torch.strided:
+            return x.detach().clone()
         st = x.untyped_storage()
         key = st.data_ptr() if st.nbytes() else ("empty", id(x))
         copy = storages.get(key)

@@ -140,3 +140,22 @@ def test_literal_tensors_with_distinct_values_are_held_by_the_plan():
     for s in (1.5, 2.5):
         for got, want in zip(j(x, s), f(x, s)):
             assert torch.equal(got, want)
+
+
+def test_inputs_that_are_one_written_tensor_are_refused_as_listed():
+    """``d.copy_(a)`` with ``d`` and ``a`` one tensor, then a write into ``a``: functionalization
+    writes the input back in a chain of copy_; capture refuses the example with the listed error
+    (found by bench/fuzz.py, optimize seed 9701 #252: an unlisted CaptureError)."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    import satfuse
+
+    def g(a, d):
+        d.copy_(a)
+        a[:, 1:].masked_fill_(a[:, 1:] > 0, 0)
+        return (a,)
+
+    a = torch.rand(2, 2, 2) > 0.5
+    with pytest.raises(Exception, match="the example inputs cannot have a plan") as e:
+        satfuse.optimize(g, a, a)
+    assert refused_as_listed(e.value) is not None

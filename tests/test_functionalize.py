@@ -734,6 +734,43 @@ def test_as_strided_of_a_written_input_is_refused():
         assert torch.equal(got, want)
 
 
+def test_write_through_a_view_of_an_expanded_tensor_is_refused():
+    """``t1.expand(2, 4)[1:].clamp_(min=2)``: eager writes t1's memory; functionalization's inverse
+    of expand adds the changes up over the broadcast rows, and ``-inf - -inf`` made nan where eager
+    has 2 (found by bench/fuzz.py, jit seed 9702 #908). optimize refuses it as listed; jit and
+    torch.compile answer as eager does."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(a):
+        t1 = torch.log1p(a)
+        t1.expand(2, 4)[1:].clamp_(min=2)
+        return t1 * 1
+
+    a = torch.tensor([[-1, 0, 2, -5]])
+    with pytest.raises(CaptureError, match="writes through a view of an expanded") as e:
+        satfuse.optimize(f, a)
+    assert refused_as_listed(e.value) is not None
+    for make in (lambda: satfuse.jit(f), lambda: torch.compile(f, backend="satfuse")):
+        torch._dynamo.reset()
+        torch.testing.assert_close(make()(a), f(a), equal_nan=True)
+
+
+def test_transactional_eager_run_keeps_one_tensor_passed_twice_one_object():
+    """``f(a, a)`` with ``b.unsqueeze_(-1)``: jit runs it eagerly (a metadata change), first on copies;
+    the copies of one tensor object must be one object, or ``a`` would not see b's new shape (found
+    by bench/fuzz.py, jit seed 9702 #788: eager's IndexError)."""
+
+    def f(a, b):
+        b.unsqueeze_(-1)
+        return torch.log_softmax(a, 3)
+
+    a = torch.randn(1, 2, 3)
+    w = a.clone()
+    want = f(w, w)
+    torch.testing.assert_close(satfuse.jit(f)(a, a), want)
+    assert a.shape == w.shape
+
+
 def test_as_strided_bounds_use_the_inputs_storage():
     """``a.expand(3).as_strided((2,), (1,))`` of ``a = base[::2]`` (one element, a storage of two):
     eager's bound is the storage's size, which functionalization's wrapper does not keep (found by

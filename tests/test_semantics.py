@@ -455,3 +455,12 @@ def test_scalar_argument_refusals_of_unused_ops():
         with pytest.raises(RuntimeError):
             satfuse.optimize(fn, x)
     check_optimize(lambda d: F.pad(d, (1, 0), value=7), torch.ones(2, dtype=torch.int32))
+
+
+def test_floor_and_trunc_division_of_a_number_by_a_tensor():
+    """``torch.div(inf, t, rounding_mode="floor")``: a number dividend is wrapped in a 0-d tensor as
+    eager does (found by bench/fuzz.py, optimize seed 9701 #236: a TypeError inside capture)."""
+    t = torch.tensor([0.3, -2.0, 0.0, -0.0, INF, float("nan"), 7.0])
+    for mode in ("floor", "trunc"):
+        for num in (INF, 5.0, -3.5, 0.0):
+            check_optimize(lambda x, num=num, mode=mode: torch.div(num, x, rounding_mode=mode), t)

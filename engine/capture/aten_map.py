@@ -235,6 +235,8 @@ def _div_mode(b: Builder, x: Any, y: Any, rounding_mode: Any = None) -> Var:
     # number it computes in f32 (op math) and rounds once
     calc = "f32" if out in ("f16", "bf16") and not isinstance(y, Var) else out
     x, y = (b("cast", v, calc) if isinstance(v, Var) and v.type.dtype != calc else v for v in (x, y))
+    if not isinstance(x, Var):  # a number dividend (div(inf, t)): eager wraps it in a 0-d tensor
+        x = b("full", (), x, calc)
     q = b("div", x, y)
     if rounding_mode == "trunc":
         r = b("where", b("lt", q, 0), b("ceil", q), b("floor", q))

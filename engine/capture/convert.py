@@ -156,7 +156,7 @@ class Converter:
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat)) or (
                 not isinstance(tgt, torch._ops.OpOverload) and not isinstance(val, (torch.Tensor, list, tuple))):
             return self.sym(val)
-        if tgt is aten.copy_.default and n.args[0] in self.input_of:
+        if tgt is aten.copy_.default and self.written_input(n.args[0]) is not None:
             return self.writeback(n)
         schema = getattr(tgt, "_schema", None)
         if schema is not None and schema.is_mutable:
@@ -172,14 +172,24 @@ class Converter:
                 del self.trace.nodes[mark:]
         return b.opaque(tgt)
 
+    def written_input(self, target: Any) -> Var | None:
+        """The input a ``copy_`` writes back: its placeholder, or an earlier write-back of it (two
+        inputs that are one tensor are written back in a chain)."""
+        if target in self.input_of:
+            return self.input_of[target]
+        v = self.env.get(target) if isinstance(target, torch.fx.Node) else None
+        return v if isinstance(v, Var) and any(v is i for i in self.input_of.values()) else None
+
     def writeback(self, n: torch.fx.Node) -> Var:
         """Functionalization's ``copy_(input, final)``: the input's write-back."""
-        inp = self.input_of[n.args[0]]
+        inp = self.written_input(n.args[0])
         val = self.value(n.args[1])
         if not (isinstance(val, Var) and val.type == inp.type):  # a cast or broadcast the copy does
             val = self.emit("copy_", (inp, val), n, hint=inp.name)
         if any(buf is inp for buf, _ in self.trace.writebacks):
-            raise CaptureError(f"node {n.name}: input {inp.name} is written back twice")
+            raise CaptureError(f"node {n.name}: the example inputs cannot have a plan: input {inp.name} is written "
+                               "back twice (it shares memory with another input that is written): pass inputs "
+                               "that do not share memory (satfuse.jit runs such calls eagerly)")
         if val is not inp:
             self.trace.writebacks.append((inp, val))
         return inp

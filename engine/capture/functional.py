@@ -515,6 +515,7 @@ class EagerRewrites(TorchDispatchMode):
         self.gapped: dict[int, torch.Tensor] = {}  # unfolds left as they are (kept alive: ids stay unique)
         self.inputs = [x for x in inputs if isinstance(x, torch.Tensor)]  # the program's tensors (their storage)
         self.written: set[int] = set()  # indices into ``inputs`` whose storage the program wrote
+        self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -553,6 +554,12 @@ class EagerRewrites(TorchDispatchMode):
             for a, v in zip(func._schema.arguments, args):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
                     self.written.update(i for i, x in enumerate(self.inputs) if _same_storage(v, x))
+                    if id(v) in self.spread and not _holds_an_element_twice(v):  # (else eager's own checks)
+                        raise OrderDependentWriteError(
+                            f"{func} writes through a view of an expanded (or self-overlapping) tensor: "
+                            "functionalization's inverse adds the written changes up over the broadcast copies, which "
+                            "nan and inf break, and eager's loop order decides which write lands last: clone() the "
+                            "expanded tensor before writing")
                 if a.alias_info is not None and a.alias_info.is_write and id(v) in self.gapped:
                     raise OrderDependentWriteError(
                         f"{func} writes through an unfold whose windows overlap or whose last step runs past "
@@ -561,6 +568,9 @@ class EagerRewrites(TorchDispatchMode):
                         "slices")
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
+        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
+                out, torch.Tensor) and (id(args[0]) in self.spread or _holds_an_element_twice(out)):
+            self.spread[id(out)] = out
         if isinstance(out, torch.Tensor) and torch.Tag.pointwise in func.tags and any(
                 type(a) in (bool, int, float, complex) for a in args):  # promotion with a number operand
             eager_dtype = probe_kernel(func, args, kwargs)  # cached per dtypes: run once in the first pass
