@@ -226,22 +226,26 @@ class _Pace:
     Doubling N when a slice changed nothing admits the rules with at most 2N matches; it is done
     only if the slice after it, on the e-graph those matches may grow, still fits the time left."""
 
-    def __init__(self, budget: Budget) -> None:
+    def __init__(self, budget: Budget, node_limit: int) -> None:
         self.budget = budget
+        self.node_limit = node_limit
         self.match_limit: int | None = None  # None: plain steps
         self.rate = 0.0  # matches applied per second, the best seen (apply cost of a slice)
         self.rows_per_match = 1.0  # rows the largest table gained per match, the most seen
+        self.nodes_per_match = 1.0  # e-nodes (analysis facts included) the e-graph gained per match, the most seen
         self.power = 2.0  # a slice's time ~ (largest table's rows) ** power
         self.last: tuple[int, float] | None = None  # (largest table's rows it searched, seconds) of the last slice
 
     def next(self, took: float, before: dict[str, int], counts: dict[str, int], matched: int,
-             sizes_before: dict[str, int], sizes: dict[str, int], stuck: bool, left: float) -> float | None:
+             sizes_before: dict[str, int], sizes: dict[str, int], stuck: bool, left: float) -> float | StopReason:
         """The predicted time of the next step after one that took ``took`` s (matched ``matched``
-        times, tables ``sizes_before`` -> ``sizes``); None if no step can fit the ``left`` seconds."""
+        times, tables ``sizes_before`` -> ``sizes``), or why no step can run within the budget."""
         rows_before, rows = max(sizes_before.values(), default=1), max(sizes.values(), default=1)
+        size = sum(sizes.values())
         if matched:
             self.rate = max(self.rate, matched / max(took, 1e-6))
             self.rows_per_match = max(self.rows_per_match, (rows - rows_before) / matched)
+            self.nodes_per_match = max(self.nodes_per_match, (size - sum(sizes_before.values())) / matched)
         limit = self.budget.match_limit
         if self.match_limit is None:
             growth = max(1.0, _growth(before, counts), _growth(sizes_before, sizes, 8) ** 2)
@@ -261,9 +265,11 @@ class _Pace:
         # the slice changed nothing: its banned rules each match more than N. Doubling N admits
         # those with at most 2N (a slice after that is predicted on the grown e-graph, as any)
         n = 2 * self.match_limit
+        if size + self.nodes_per_match * n > self.node_limit:
+            return StopReason("nodes", self.node_limit)
         this = search + n / max(self.rate, 1.0)
         if this > left:
-            return None
+            return StopReason("time", self.budget.seconds)
         self.match_limit = n
         return this
 
@@ -464,7 +470,7 @@ class Session:
         match, more than ``budget.match_limit`` times, the phase goes on in slices under the
         back-off scheduler, whose match limit N admits only the rules with at most N matches
         (the others are banned for that slice); N doubles when a slice changed nothing, as far
-        as the time left can absorb what the slice may add. The report names the rules still
+        as the e-nodes and seconds left can absorb what it may add. The report names the rules still
         banned when a budget stopped the phase.
         """
         budget = budget or Budget()
@@ -483,7 +489,7 @@ class Session:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
             stop = StopReason("iterations", budget.iterations)
-            pace = _Pace(budget)
+            pace = _Pace(budget, limit)
             counts: dict[str, int] = {}  # the last step's matches per rule
             seen: set[str] = set()  # rules of the phase that matched in some step
             for _ in range(budget.iterations):
@@ -530,7 +536,10 @@ class Session:
                 seen.update(applied)
                 predicted = pace.next(took, before, counts, matched, before_sizes, sizes, stuck,
                                       deadline - time.perf_counter())
-                if predicted is None or time.perf_counter() + predicted > deadline:
+                if isinstance(predicted, StopReason):
+                    stop = predicted
+                    break
+                if time.perf_counter() + predicted > deadline:
                     stop = StopReason("time", budget.seconds)
                     break
             pr.stop = stop
