@@ -135,8 +135,9 @@ CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict", "lang/dtype-conflic
 #: a rule's matches grow by (this iteration's / the last one's) only counted from this many matches on;
 #: below it a ratio says nothing (a rule that just started matching)
 GROWTH_FLOOR = 64
-#: a slice predicted on an e-graph that grew is taken this much longer (its search may be of a higher degree)
-EXTRAPOLATION_MARGIN = 2.0
+#: a slice predicted on an e-graph that grew has this added to the power of its growth (its search may be of
+#: a higher degree than the slices so far showed)
+EXTRAPOLATION_MARGIN = 0.5
 #: commands that only add data or run rules: a session that ran nothing else can be rolled back
 _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
 
@@ -258,8 +259,9 @@ class _Pace:
             self.power = min(4.0, max(self.power, seen))
         self.last = (rows_before, took)
         grew = rows / max(rows_before, 1)
-        # the next slice's search; an extrapolation over a grown e-graph gets a margin (the power is learnt late)
-        search = took * grew ** self.power * (EXTRAPOLATION_MARGIN if grew > 1.2 else 1.0)
+        # the next slice's search; extrapolating over a grown e-graph adds a margin to the power (it is
+        # learnt only after the fact: the pair rule's search grew as rows ** 2.2)
+        search = took * grew ** (self.power + (EXTRAPOLATION_MARGIN if grew > 1.2 else 0.0))
         if not stuck:
             return search + self.match_limit / max(self.rate, 1.0)
         # the slice changed nothing: its banned rules each match more than N. Doubling N admits

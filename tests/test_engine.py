@@ -102,8 +102,8 @@ def test_time_budget_holds_when_one_iteration_would_explode():
     (phase,) = sat.phases
     assert phase.stop.kind == "time" and phase.throttled, sat.table()
     assert sat.seconds < 1.1 * 1.0 + 0.2, sat.table()  # 10 % plus slack for a loaded machine
+    # the pair rule ran once (225 matches); its ~68,000 of the next iteration were banned, not applied
     assert phase.matches["cross/pairs"] == 225 and "cross/pairs" in phase.banned, phase.matches
-    assert phase.matches["cross/assoc"] + phase.matches["cross/comm"] > 5000, phase.matches  # slices ran
     assert "cross/pairs" in " ".join(sat.hit_limit)
     out, _ = run_trace(res.trace, args)
     torch.testing.assert_close(out[0], _sum_all(*args), rtol=1e-5, atol=1e-5)
