@@ -83,12 +83,14 @@ class Engine:
         return Options.of(options)
 
     def catalogue(self, opts: Options) -> Catalogue:
-        """The rule catalogue of ``opts``' rule set, loaded once per engine."""
+        """The rule catalogue of ``opts``' rule set, loaded once per engine. Not type-checked on its
+        own: the first session loaded from it (on this engine's pool) raises the same RuleError."""
         key = (tuple(str(r) for r in opts.rules), opts.builtin_rules)
         with self._lock:
             cat = self._catalogues.get(key)
             if cat is None:
-                cat = builtin_catalogue() if key == ((), True) else load_catalogue(opts.rules, opts.builtin_rules)
+                cat = builtin_catalogue() if key == ((), True) else load_catalogue(opts.rules, opts.builtin_rules,
+                                                                                    check=False)
                 self._catalogues[key] = cat
             return cat
 

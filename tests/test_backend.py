@@ -240,7 +240,7 @@ def _train_like_eager(m, twin, step, opt, opt_e, steps=2):
         opt_e.zero_grad()
 
 
-@pytest.mark.parametrize("optim,foreach", [("AdamW", None), ("Adam", True), ("AdamW", True)])
+@pytest.mark.parametrize("optim,foreach", [("AdamW", None), ("Adam", False), ("Adam", True), ("AdamW", True)])
 def test_compiled_adamw_step_matches_eager(optim, foreach, compiled):
     """``opt.step`` through the backend: the optimizer's state tensors are ``get_attr`` nodes of
     Dynamo's graph; lifting them must not edit the graph Dynamo keeps reading (it raised

@@ -10,6 +10,7 @@ converted op by op (``convert.py``), and the ShapeEnv's assumptions become guard
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import time
@@ -61,6 +62,13 @@ DECOMPOSE = [
 
 
 def decomposition_table() -> dict:
+    """capture's decompositions (a fresh dict: callers may add to it)."""
+    return dict(_decompositions())
+
+
+@functools.cache
+def _decompositions() -> dict:
+    # built once: listing the foreach overloads reads every aten schema (~20 ms a capture)
     return with_eager_checks({**get_decompositions(DECOMPOSE), **foreach_decompositions()})
 
 
