@@ -39,7 +39,6 @@ alternative; the DAG cost is what a program that computes ``a`` once costs.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import math
 import threading
@@ -52,6 +51,7 @@ import sympy
 
 from .costs import ClassInfo, CostModel, itemsize
 from .egraph import EGraphView, dim_value, list_value
+from .gcpause import gc_paused
 
 Choice = dict[str, str]
 
@@ -775,14 +775,9 @@ def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: 
         raise ExtractionError(f"unknown extractor {method!r}; known: {', '.join(EXTRACTORS)}")
     t0 = time.perf_counter()
     note = ""
-    paused = gc.isenabled()
-    gc.disable()  # extraction allocates many small objects and frees them all at the end
-    try:
+    with gc_paused():  # extraction allocates many small objects and frees them all at the end
         choice, note = _run(view, roots, cost, method, timeout)
         used = check(view, roots, choice)
-    finally:
-        if paused:
-            gc.enable()
     return Extraction(choice, sum(cost[choice[c]] for c in used), time.perf_counter() - t0, method, note)
 
 

@@ -31,26 +31,17 @@ __all__ = ["Engine", "Options", "Plan", "compiled_plans", "jit", "optimize", *ER
 
 
 def __getattr__(name: str) -> Any:
+    # the first access imports the pipeline: a one-time cost the first plan counts (``satfuse/startup.py``)
+    from satfuse.startup import timed_import
+
     if name in ERRORS:
-        import importlib
-
-        return getattr(importlib.import_module(ERRORS[name]), name)
+        return getattr(timed_import(ERRORS[name]), name)
     if name in ("Options", "Plan", "optimize"):
-        from satfuse import api
-
-        return getattr(api, name)
-    if name == "Engine":
-        from satfuse.pipeline import Engine
-
-        return Engine
-    if name == "compiled_plans":
-        from satfuse.pipeline import compiled_plans
-
-        return compiled_plans
+        return getattr(timed_import("satfuse.api"), name)
+    if name in ("Engine", "compiled_plans"):
+        return getattr(timed_import("satfuse.pipeline"), name)
     if name == "jit":
-        from satfuse.jit import jit
-
-        return jit
+        return timed_import("satfuse.jit").jit
     raise AttributeError(f"module 'satfuse' has no attribute {name!r}")
 
 

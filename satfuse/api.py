@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -22,6 +20,7 @@ from satfuse.engine.capture.closure import (
     needs_grad,
     same_scalar,
 )
+from satfuse.engine.gcpause import gc_paused
 from satfuse.engine.optimize import EngineResult
 from satfuse.engine.session import Budget
 from satfuse.lowering import GuardError
@@ -29,6 +28,7 @@ from satfuse.lowering.aliasing import describe, runs_eagerly, written_positions
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.cache import floats_as_tensors
 from satfuse.rewrites.packs import Catalogue
+from satfuse.startup import account, timed_import
 
 
 @dataclass
@@ -237,9 +237,8 @@ def optimize(fn_or_trace: Callable | Trace, *example_args: Any, options: Options
     (a :class:`Options` or a dict of its fields: ``options={"target": "eager"}``). Runs on the
     default ``satfuse.Engine`` (``satfuse.Engine(options).optimize`` for one of your own).
     """
-    from satfuse.pipeline import default_engine
-
-    return default_engine().optimize(fn_or_trace, *example_args, options=options, **example_kwargs)
+    engine = timed_import("satfuse.pipeline").default_engine()
+    return engine.optimize(fn_or_trace, *example_args, options=options, **example_kwargs)
 
 
 def optimize_with(engine: Any, fn_or_trace: Callable | Trace, example_args: tuple, example_kwargs: dict[str, Any],
@@ -250,6 +249,8 @@ def optimize_with(engine: Any, fn_or_trace: Callable | Trace, example_args: tupl
                         "satfuse's options go in options=")
     t0 = time.perf_counter()
     with gc_paused():
+        if not isinstance(fn_or_trace, Trace):
+            timed_import("torch._dynamo")  # capture's tracing imports it on first use: counted as ``import``
         try:
             plan = _optimize(engine, fn_or_trace, example_args, example_kwargs, opts)
         except CaptureError as e:
@@ -257,19 +258,8 @@ def optimize_with(engine: Any, fn_or_trace: Callable | Trace, example_args: tupl
             if hint:
                 raise CaptureError(f"{e}\n{hint}") from e
             raise
-    return _account(plan, time.perf_counter() - t0)
-
-
-def _account(plan: Plan, wall: float) -> Plan:
-    """Every second of the call in ``plan.timings``: the stages, then ``other`` for what no stage
-    timed (one-time costs of a first call: imports such as torch._dynamo's, the first catalogue
-    load, a pool worker's start), and ``total`` (the wall time of ``optimize``)."""
-    staged = sum(plan.timings.values())
-    plan.timings["other"] = max(0.0, wall - staged)
-    plan.timings["total"] = wall
+    account(plan.timings, t0)  # with the one-time costs paid on the way here (importing satfuse.api)
     return plan
-
-
 
 
 def _option_hint(e: Exception, kwargs: dict[str, Any]) -> str:
@@ -280,20 +270,6 @@ def _option_hint(e: Exception, kwargs: dict[str, Any]) -> str:
         return ""
     return (f"(satfuse passes keyword arguments to the program; if {', '.join(names)} meant satfuse's option, "
             f"pass options={{{', '.join(f'{k!r}: ...' for k in names)}}})")
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic GC off while optimizing. Tracing and rewriting allocate many short-lived,
-    acyclic objects (freed by reference counting anyway), and every full collection walks
-    torch's whole object graph: it was 15% of an optimize. Restored on exit, nested safely."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _optimize(engine: Any, fn_or_trace: Callable | Trace, example_inputs: tuple, example_kwargs: dict[str, Any],

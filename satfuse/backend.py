@@ -84,14 +84,23 @@ def _entry_point_installed() -> bool:
 
 class _Backend:
     def __init__(self, options: Any, engine: Any = None) -> None:
-        from satfuse.pipeline import default_engine
+        from satfuse.startup import timed_import
 
-        self.engine = engine if engine is not None else default_engine()
+        # the pipeline's first import is a one-time cost: the first graph's plan counts it
+        self.engine = engine if engine is not None else timed_import("satfuse.pipeline").default_engine()
         self.options = self.engine.options_for(options)
 
     def __call__(self, gm: Any, example_inputs: list) -> Callable:
         """AOTAutograd's graphs unless the graph writes (or drops a result) and needs no gradients:
-        AOTAutograd would functionalize away eager's refusals, or drop an op that may raise."""
+        AOTAutograd would functionalize away eager's refusals, or drop an op that may raise. The
+        collector is paused throughout (AOTAutograd's tracing included); a backward graph, compiled
+        on the first backward call, is paused by ``compile_graph``."""
+        from satfuse.engine.gcpause import gc_paused
+
+        with gc_paused():
+            return self._compile(gm, example_inputs)
+
+    def _compile(self, gm: Any, example_inputs: list) -> Callable:
         import torch
         from torch._dynamo.backends.common import aot_autograd
         from torch._guards import detect_fake_mode

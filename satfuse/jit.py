@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import logging
 import sys
+import time
 import types
 from typing import Any, Callable, Sequence
 
@@ -53,11 +54,12 @@ class Jitted:
 
     def __init__(self, fn: Callable, dynamic: bool | Sequence[int | str] = True, max_plans: int = 8,
                  on_limit: str = "eager", options: Any = None, engine: Any = None) -> None:
-        from satfuse.pipeline import default_engine
+        from satfuse.startup import timed_import
 
         self.fn = fn
         self.dynamic = dynamic
-        self.engine = engine if engine is not None else default_engine()  # a satfuse.Engine: pool, catalogues
+        # a satfuse.Engine: pool, catalogues (the pipeline's first import: counted by the first plan)
+        self.engine = engine if engine is not None else timed_import("satfuse.pipeline").default_engine()
         self.options = self.engine.options_for(options)
         self.cache = PlanCache(max_plans, on_limit, name=f"satfuse.jit({getattr(fn, '__name__', 'fn')})")
         self.last_plan: Any = None
@@ -124,6 +126,20 @@ class Jitted:
 
     # ------------------------------------------------------------------ compile
     def _compile(self, args: tuple, kwargs: dict, key: Any, inputs: Sequence[Any]) -> Entry:
+        """:meth:`_plan_for` with the collector paused; the plan's timings count the whole compile
+        (a symbolic attempt that failed included) and the one-time costs (``satfuse/startup.py``)."""
+        from satfuse.engine.gcpause import gc_paused
+        from satfuse.startup import account, timed_import
+
+        t0 = time.perf_counter()
+        with gc_paused():
+            timed_import("torch._dynamo")  # capture's tracing imports it on first use: counted as ``import``
+            entry = self._plan_for(args, kwargs, key, inputs)
+        if entry.plan is not None:
+            account(entry.plan.timings, t0)
+        return entry
+
+    def _plan_for(self, args: tuple, kwargs: dict, key: Any, inputs: Sequence[Any]) -> Entry:
         """A plan for this call: symbolic where it can be; where satfuse has no symbolic form for
         something (a data-dependent or float extent, a step slice of a symbolic dim, ...) this
         call gets a static plan; where no plan can be built at all, the call runs eagerly. Each

@@ -33,8 +33,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from satfuse.api import Options, Plan, gc_paused
+from satfuse.api import Options, Plan
 from satfuse.engine.fallible import effects
+from satfuse.engine.gcpause import gc_paused
 from satfuse.engine.ir import Trace
 from satfuse.engine.optimize import EngineResult, Saturated, optimize_trace, saturate_trace
 from satfuse.engine.pool import SessionPool, shared_pool
