@@ -227,10 +227,10 @@ class _Pace:
     Doubling N when a slice changed nothing admits the rules with at most 2N matches; it is done
     only if the slice after it, on the e-graph those matches may grow, still fits the time left."""
 
-    def __init__(self, budget: Budget, node_limit: int) -> None:
+    def __init__(self, budget: Budget, node_limit: int, throttled: bool = False) -> None:
         self.budget = budget
         self.node_limit = node_limit
-        self.match_limit: int | None = None  # None: plain steps
+        self.match_limit: int | None = budget.match_limit if throttled else None  # None: plain steps
         self.rate = 0.0  # matches applied per second, the best seen (apply cost of a slice)
         self.rows_per_match = 1.0  # rows the largest table gained per match, the most seen
         self.nodes_per_match = 1.0  # e-nodes (analysis facts included) the e-graph gained per match, the most seen
@@ -278,6 +278,34 @@ class _Pace:
 
 def _most_matches(it: Any) -> int:
     return max((r.num_matches for rs in it.rule_set_report.rule_reports.values() for r in rs), default=0)
+
+
+def _vars(expr: Any, into: set[str]) -> set[str]:
+    """The variables of a parsed query expression."""
+    if isinstance(expr, bindings.Var):
+        into.add(expr.name)
+    elif isinstance(expr, bindings.Call):
+        for arg in expr.args:
+            _vars(arg, into)
+    return into
+
+
+def is_cross_product(rule: Any) -> bool:
+    """Whether a parsed rule's query is a cross product: its atoms fall in groups that share no
+    variable, so its matches multiply (every pair of sums). Such a rule's first iteration can
+    already explode, before any growth is seen to predict it."""
+    groups: list[set[str]] = []
+    for fact in rule.body:
+        names: set[str] = set()
+        for e in ((fact.left, fact.right) if isinstance(fact, bindings.Eq) else (getattr(fact, "expr", None),)):
+            _vars(e, names)
+        if not names:
+            continue  # a ground check: one match at most
+        for g in [g for g in groups if g & names]:
+            groups.remove(g)
+            names |= g
+        groups.append(names)
+    return len(groups) > 1
 
 
 _LOC = re.compile(r"^In (\d+):(\d+)-(\d+) of ([^:]+): (.*)$", re.S)
@@ -341,6 +369,8 @@ class Session:
         self.egraph = bindings.EGraph()
         self.sources = list(sources)
         self._parsed: dict[str, list] = {}
+        #: ruleset -> its cross-product rules (:func:`is_cross_product`): their phases start throttled
+        self.cross_products: dict[str, set[str]] = {}
         #: False once a command that could change the e-graph's schema ran (a declaration, a
         #: scheduler): such a session must not be rolled back and reused
         self.reusable = True
@@ -397,6 +427,8 @@ class Session:
         except BaseException as e:  # noqa: BLE001 - egglog panics are BaseExceptions
             raise RuleError(describe_egglog_error(e, [src], src.path)) from None
         for cmd in cmds:
+            if isinstance(cmd, bindings.RuleCommand) and is_cross_product(cmd.rule):
+                self.cross_products.setdefault(cmd.rule.ruleset, set()).add(cmd.rule.name)
             try:
                 self.egraph.run_program(cmd)
             except BaseException as e:  # noqa: BLE001
@@ -491,7 +523,7 @@ class Session:
             pr = PhaseReport(phase)
             t0 = time.perf_counter()
             stop = StopReason("iterations", budget.iterations)
-            pace = _Pace(budget, limit)
+            pace = _Pace(budget, limit, throttled=phase in self.cross_products)
             counts: dict[str, int] = {}  # the last step's matches per rule
             seen: set[str] = set()  # rules of the phase that matched in some step
             for _ in range(budget.iterations):
@@ -534,7 +566,9 @@ class Session:
                 # a slice searches everything: a rule that matched before and was not applied now
                 # was banned (it matched more than N); a slice that changed nothing is stuck on those
                 stuck = n is not None and sizes == before_sizes
-                pr.banned = sorted(seen - set(applied)) if n is not None else []
+                if n is not None:  # a rule never applied is named only if the slice banned something
+                    unseen = self.cross_products.get(phase, set()) if report.updated else set()
+                    pr.banned = sorted((seen | unseen) - set(applied))
                 seen.update(applied)
                 predicted = pace.next(took, before, counts, matched, before_sizes, sizes, stuck,
                                       deadline - time.perf_counter())
