@@ -488,19 +488,35 @@ def _sccs(starts: Iterable, successors: Callable[[Any], Iterable]) -> dict:
 
 
 _SCIPY: tuple | None = None
+_SCIPY_MISSING: list[BaseException] = []
+_SCIPY_IMPORT: list[threading.Thread] = []
+_SCIPY_LOCK = threading.Lock()
 
 
-def _scipy() -> tuple:
-    """scipy's MILP pieces, imported once (the import costs ~0.7 s: not per call)."""
+def _import_scipy() -> None:
     global _SCIPY
-    if _SCIPY is None:
-        try:
-            import numpy as np
-            from scipy.optimize import Bounds, LinearConstraint, milp
-            from scipy.sparse import csr_matrix
-        except ImportError:
-            raise ExtractionError("ILP extraction needs scipy (pip install scipy)") from None
-        _SCIPY = (np, Bounds, LinearConstraint, milp, csr_matrix)
+    try:
+        import numpy as np
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import csr_matrix
+    except ImportError as e:
+        _SCIPY_MISSING.append(e)
+        return
+    _SCIPY = (np, Bounds, LinearConstraint, milp, csr_matrix)
+
+
+def _scipy(seconds: float | None = None) -> tuple | None:
+    """scipy's MILP pieces, imported once. The import costs 0.3-0.7 s, more than an extraction's
+    whole time limit may hold: it runs on a thread, waited for ``seconds`` at most (None: until
+    done); None when it is not done by then (it goes on, for the next call)."""
+    if _SCIPY is None and not _SCIPY_MISSING:
+        with _SCIPY_LOCK:
+            if not _SCIPY_IMPORT:
+                _SCIPY_IMPORT.append(threading.Thread(target=_import_scipy, name="satfuse-scipy-import"))
+                _SCIPY_IMPORT[0].start()
+        _SCIPY_IMPORT[0].join(None if seconds is None else max(seconds, 0.0))
+    if _SCIPY_MISSING:
+        raise ExtractionError("ILP extraction needs scipy (pip install scipy)")
     return _SCIPY
 
 
@@ -513,7 +529,7 @@ def _milp_within(seconds: float, *args, **kwargs):
     goes on at once, and the abandoned solve stops itself at its next time check. The thread
     is not a daemon: an interpreter exiting meanwhile waits for it (a daemon thread killed
     inside HiGHS aborts the process: "terminate called without an active exception")."""
-    milp = _scipy()[3]
+    milp = _SCIPY[3]  # type: ignore[index]  # imported by the caller
     out: list = []
 
     def solve() -> None:
@@ -606,7 +622,12 @@ def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str,
     solve without them; while the answer has a cycle, forbid choosing all of that cycle's
     nodes together and solve again). ``timeout`` bounds the whole call (scipy's first import included)."""
     t0 = time.perf_counter()
-    np, Bounds, LinearConstraint, milp, csr_matrix = _scipy()
+    pieces = _scipy(timeout)
+    if pieces is None:
+        if warm is not None:
+            return warm, f"ILP time limit ({timeout:.2g}s) reached while scipy was loading; greedy answer kept"
+        raise ExtractionError(f"ILP time limit ({timeout:.2g}s) reached while scipy was loading")
+    np, Bounds, LinearConstraint, milp, csr_matrix = pieces
     root_ids = sorted({g.idx[r] for r in roots})
     for r in root_ids:
         if not keep[r]:
@@ -735,7 +756,10 @@ def hybrid(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: 
         return greedy, "greedy: no choice left after pruning"
     if math.prod(len(keep[c]) for c in decisions) * len(cls) <= ENUMERATE_STEPS:
         return _enumerate(g, keep, root_ids, decisions, cost, greedy)
-    if not has_ilp():
+    try:
+        if _scipy(timeout - (time.perf_counter() - t0)) is None:
+            return greedy, f"greedy (the {timeout:g}s time limit was reached while scipy was loading)"
+    except ExtractionError:
         return greedy, "greedy (no scipy for the ILP step)"
     # the whole call keeps to ``timeout``: greedy, pruning and scipy's first import come off the ILP's share
     spent = time.perf_counter() - t0
