@@ -19,43 +19,47 @@ class Str:
     value: str
 
 
+#: what the form scanner stops at: a comment, a string (to its closing quote, or the end of an
+#: unclosed one) or a parenthesis; everything between is skipped at C speed
+_MARK = re.compile(r';[^\n]*|"(?:[^"\\]|\\[\s\S])*(?:"|\\?\Z)|[()]')
+
+
 def top_level_forms(text: str) -> Iterator[tuple[int, int, str]]:
     """(line, offset, form text) for each top-level s-expression; comments and strings respected."""
-    depth, start, i, n = 0, -1, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == ";":
-            while i < n and text[i] != "\n":
-                i += 1
-            continue
-        if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-        elif c == "(":
+    depth, start = 0, -1
+    line, counted = 1, 0  # the line of offset ``counted``
+    for m in _MARK.finditer(text):
+        c = m.group()
+        if c == "(":
             if depth == 0:
-                start = i
+                start = m.start()
             depth += 1
         elif c == ")":
             depth -= 1
             if depth == 0:
-                yield text.count("\n", 0, start) + 1, start, text[start:i + 1]
+                line += text.count("\n", counted, start)
+                counted = start
+                yield line, start, text[start:m.end()]
             if depth < 0:
-                raise SexpError(f"line {text.count(chr(10), 0, i) + 1}: unbalanced ')'")
-        i += 1
+                raise SexpError(f"line {text.count(chr(10), 0, m.start()) + 1}: unbalanced ')'")
     if depth > 0:
         raise SexpError(f"line {text.count(chr(10), 0, start) + 1}: unclosed '(' (missing {depth} ')')")
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[()]|[^\s()]+')
+_INT = re.compile(r"-?\d+")
+_FLOAT = re.compile(r"-?(\d+\.\d*|\d*\.\d+)(e-?\d+)?|-?inf|NaN")
 
 
 def _atom(t: str) -> Any:
-    if t.startswith('"'):
+    c = t[0]
+    if c == '"':
         return Str(t[1:-1].replace('\\"', '"').replace("\\\\", "\\"))
-    if re.fullmatch(r"-?\d+", t):
+    if not (c.isdigit() or c in "-.iN"):  # a symbol (most atoms): no number pattern can match
+        return t
+    if _INT.fullmatch(t):
         return int(t)
-    if re.fullmatch(r"-?(\d+\.\d*|\d*\.\d+)(e-?\d+)?|-?inf|NaN", t):
+    if _FLOAT.fullmatch(t):
         return float(t.replace("NaN", "nan"))
     return t
 
