@@ -110,6 +110,11 @@ class FusionDefinition:
         self._n = 0
         self._device = torch.device("cpu")
         self._frees: list[tuple[int, ...]] | None = None
+        self._into: list[int | None] = []
+        #: slots whose op makes a new tensor (never a view of an operand)
+        self._fresh: set[int] = set()
+        #: slots whose elementwise op may write its result into a dying operand's buffer (``out=``)
+        self._may_reuse: set[int] = set()
         self.ops = _Ops(self)
 
     def __enter__(self) -> "FusionDefinition":
@@ -167,21 +172,34 @@ class FusionDefinition:
         self._aliases.append((output, alias_input))
 
     # ------------------------------------------------------------------ execution
-    def _last_uses(self) -> list[tuple[int, ...]]:
+    def _last_uses(self) -> tuple[list[tuple[int, ...]], list[int | None]]:
         """Per recorded op, the slots no later op reads (and that are not results): ``execute``
         drops them right after, so a segment holds what eager would hold, not every
-        intermediate until it returns (nvFuser keeps intermediates in registers)."""
+        intermediate until it returns (nvFuser keeps intermediates in registers). And per op,
+        an operand it may write its result into: one read last there, made by an op of this
+        segment as a new tensor, and never viewed (every reader makes a new tensor too), so no
+        other value shares its memory; ``execute`` checks dtype and shape."""
         keep = {o.idx for o in self._outputs} | {i for pair in self._aliases for i in (pair[0].idx, pair[1].idx)}
         last: dict[int, int] = {}
+        reads: list[set[int]] = []
+        owned = set(self._fresh)
         for k, (_, args, kwargs, out, _) in enumerate(self._prog):
-            for i in _val_ids(list(kwargs.values()), _val_ids(args, set())):
+            ids = _val_ids(list(kwargs.values()), _val_ids(args, set()))
+            reads.append(ids)
+            for i in ids:
                 last[i] = k
+                if out not in self._fresh:
+                    owned.discard(i)  # its result may view i
             last.setdefault(out, k)  # a result nothing reads is dropped at once
         frees: list[list[int]] = [[] for _ in self._prog]
         for i, k in last.items():
             if i not in keep:
                 frees[k].append(i)
-        return [tuple(f) for f in frees]
+        into: list[int | None] = [None] * len(self._prog)
+        for k, (_, _, _, out, _) in enumerate(self._prog):
+            if out in self._may_reuse:
+                into[k] = next((i for i in sorted(reads[k]) if i in owned and last[i] == k and i not in keep), None)
+        return [tuple(f) for f in frees], into
 
     def execute(self, inputs: list, *, device: Any = None, **_: Any) -> list[torch.Tensor]:
         if not self._outputs and not self._aliases:
@@ -201,10 +219,14 @@ class FusionDefinition:
         self._device = dev or (torch.device(device) if device is not None else torch.device("cpu"))
         frees = self._frees
         if frees is None:
-            frees = self._frees = self._last_uses()
-        for (fn, args, kwargs, out, line), dead in zip(self._prog, frees):
+            frees, self._into = self._last_uses()
+            self._frees = frees
+        for (fn, args, kwargs, out, line), dead, into in zip(self._prog, frees, self._into):
             try:
-                slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
+                if into is not None and isinstance(slots[into], torch.Tensor):
+                    slots[out] = fn(*_resolve(args, slots), into=slots[into])
+                else:
+                    slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
             except Exception as e:
                 e.satfuse_line = line  # type: ignore[attr-defined]  # the generated line that recorded the op
                 raise
@@ -331,10 +353,38 @@ def _scalar_fn(name: str) -> Callable:
     return fn
 
 
+#: elementwise ops whose result, on floating tensors of one dtype and real Python numbers, has
+#: that dtype, and whose torch function takes ``out=`` (``torch.relu`` does not): they may write
+#: the result into a dying operand of the result's shape
+_SAME_DTYPE = frozenset({
+    "neg", "abs", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "sin", "cos",
+    "erf", "floor", "ceil", "sign", "exp2", "log2", "tan", "atan", "add", "sub", "mul", "div", "truediv",
+    "pow", "maximum", "minimum", "remainder", "fmod", "atan2",
+})
+
+
+def _fits(buf: torch.Tensor, args: list) -> bool:
+    """``buf`` (an operand of the op) can take the op's result: every tensor operand has its
+    floating dtype, the numbers are real, the result has its shape, and autograd is not involved.
+    The first operand is a tensor (torch's ``out=`` overloads take one there)."""
+    if not buf.is_floating_point() or buf.requires_grad or not any(a is buf for a in args) \
+            or not isinstance(args[0], torch.Tensor):
+        return False
+    shapes = []
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            if a.dtype != buf.dtype or a.requires_grad or a.device != buf.device:
+                return False
+            shapes.append(a.shape)
+        elif isinstance(a, complex):
+            return False
+    return torch.broadcast_shapes(*shapes) == buf.shape
+
+
 def _elementwise(name: str, torch_fn: Callable) -> Callable:
     scalar = _scalar_fn(name)
 
-    def run(*args: Any) -> Any:
+    def run(*args: Any, into: torch.Tensor | None = None) -> Any:
         if not any(isinstance(a, torch.Tensor) for a in args):
             return scalar(*args)
         args = _nvf_args(name, list(args))
@@ -347,6 +397,8 @@ def _elementwise(name: str, torch_fn: Callable) -> Callable:
             if name in ("maximum", "minimum", "atan2"):
                 args = [a if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=like.dtype, device=like.device)
                         for a in args]
+        if into is not None and _fits(into, args):
+            return torch_fn(*args, out=into)  # the operand dies here: its buffer takes the result
         return torch_fn(*args)
 
     return run
@@ -370,13 +422,24 @@ class _Ops:
 
         def op(*args: Any) -> Any:
             kind = "tensor" if any(isinstance(a, Val) and a.kind == "tensor" for a in args) else "scalar"
-            return self._fd._record(kind, run, *args)
+            out = self._fd._record(kind, run, *args)
+            if isinstance(out, Val):
+                self._fd._fresh.add(out.idx)
+                if name in _SAME_DTYPE:
+                    self._fd._may_reuse.add(out.idx)
+            return out
 
         op.__name__ = name
         return op
 
     def _t(self, fn: Callable, *args: Any, **kwargs: Any) -> Val:
         return self._fd._record("tensor", fn, *args, **kwargs)
+
+    def _new(self, fn: Callable, *args: Any) -> Val:
+        """An op whose result is always a new tensor (no view of an operand)."""
+        out = self._t(fn, *args)
+        self._fd._fresh.add(out.idx)
+        return out
 
     def where(self, cond: Any, x: Any, y: Any) -> Any:
         def run(c: Any, a: Any, b: Any) -> Any:
@@ -386,7 +449,10 @@ class _Ops:
             return torch.where(c if isinstance(c, torch.Tensor) else torch.tensor(bool(c)), a, b)
 
         kind = "tensor" if any(isinstance(a, Val) and a.kind == "tensor" for a in (cond, x, y)) else "scalar"
-        return self._fd._record(kind, run, cond, x, y)
+        out = self._fd._record(kind, run, cond, x, y)
+        if isinstance(out, Val):
+            self._fd._fresh.add(out.idx)
+        return out
 
     def cast(self, arg: Any, dtype: DataType) -> Any:
         if isinstance(arg, Val) and arg.kind == "tensor":
@@ -394,7 +460,7 @@ class _Ops:
         return self._fd._record("scalar", lambda a: _scalar_cast(a, dtype), arg)
 
     def set(self, arg: Val) -> Val:
-        return self._t(lambda a: a.clone(), arg)
+        return self._new(lambda a: a.clone(), arg)
 
     segment_set = set
 
@@ -422,7 +488,7 @@ class _Ops:
             fn = torch.amax if kind == "max" else torch.amin
             return fn(a, ds, keepdim=keepdim) if ds else a.clone()
 
-        return self._t(run, arg)
+        return self._new(run, arg)
 
     def sum(self, arg: Val, dims: Any = None, keepdim: bool = False, dtype: DataType = DataType.Null, dim: Any = None) -> Val:
         return self._reduce("sum", arg, dims, keepdim, dtype, dim)
@@ -482,7 +548,7 @@ class _Ops:
         return self._t(run, arg, list(start_indices), list(end_indices), None if strides is None else list(strides))
 
     def cat(self, tensors: list, dim: int = 0, manual_padding: bool = False) -> Val:
-        return self._t(lambda ts: torch.cat(ts, dim), list(tensors))
+        return self._new(lambda ts: torch.cat(ts, dim), list(tensors))
 
     def pad(self, arg: Val, pad_widths: list, value: Any = None) -> Val:
         def run(a: torch.Tensor, w: list, v: Any) -> torch.Tensor:
@@ -501,11 +567,12 @@ class _Ops:
             st = 1 if st is None else st
             return (torch.arange(n, device=fd._device) * st + s).to(TORCH_DTYPE[dtype])
 
-        return self._t(run, length, start, step)
+        return self._new(run, length, start, step)
 
     def full(self, shape: list, fill_value: Any, dtype: DataType) -> Val:
         fd = self._fd
-        return self._t(lambda s, v: torch.full(s, v, dtype=TORCH_DTYPE[dtype], device=fd._device), list(shape), fill_value)
+        return self._new(lambda s, v: torch.full(s, v, dtype=TORCH_DTYPE[dtype], device=fd._device), list(shape),
+                         fill_value)
 
     # indexing
     def take_along_axis(self, arg: Val, index: Val, dim: int) -> Val:
@@ -518,13 +585,13 @@ class _Ops:
                     raise FrontendError("take_along_axis: non-indexed extents must be equal")
             return torch.take_along_dim(a, i.long(), d)  # nvFuser takes Int32 indices too
 
-        return self._t(run, arg, index)
+        return self._new(run, arg, index)
 
     def index_select(self, arg: Val, index: Val, dim: int) -> Val:
-        return self._t(lambda a, i: torch.index_select(a, dim, i), arg, index)
+        return self._new(lambda a, i: torch.index_select(a, dim, i), arg, index)
 
     def gather(self, arg: Val, index: Val, dim: int) -> Val:
-        return self._t(lambda a, i: torch.gather(a, dim, i.long()), arg, index)
+        return self._new(lambda a, i: torch.gather(a, dim, i.long()), arg, index)
 
     def scatter(self, arg: Val, index: Val, src: Any, dim: int) -> Val:
-        return self._t(lambda a, i, s: torch.scatter(a, dim, i.long(), s), arg, index, src)
+        return self._new(lambda a, i, s: torch.scatter(a, dim, i.long(), s), arg, index, src)
