@@ -26,6 +26,7 @@ os.environ.setdefault("RUST_BACKTRACE", "0")
 from .bindings import bindings  # noqa: E402
 from .loader import LOADER_PATH, LOADER_TEXT, tables, tsv  # noqa: E402
 from .schema import rules_path  # noqa: E402
+from .sexp import SexpError, top_level_forms  # noqa: E402
 from .terms import encode  # noqa: E402
 
 
@@ -315,11 +316,33 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
+def _form_texts(text: str) -> list[str]:
+    """``text`` as one text per top-level form, each after as many newlines as precede it, so that
+    egglog's lines and offsets are the file's. egglog copies the text it parsed into the span of
+    every command (13.2): parsing lang.egg whole made 327 copies of it, and loading it took twice
+    as long. The whole text, as is, when anything but forms and comments is in it (egglog reports
+    that) or its parentheses do not balance."""
+    try:
+        forms = list(top_level_forms(text))
+    except SexpError:
+        return [text]
+    out, end = [], 0
+    for line, start, form in forms:
+        if _COMMENT.sub("", text[end:start]).strip():
+            return [text]
+        out.append("\n" * (line - 1) + form)
+        end = start + len(form)
+    return [text] if _COMMENT.sub("", text[end:]).strip() else out
+
+
+_COMMENT = re.compile(r";[^\n]*")
+
+
 def _rule_name_at(text: str, line: int) -> str | None:
     """The :name of the top-level form that covers ``line`` (for error messages)."""
     lines = text.splitlines()
-    # walk back to the start of the form, then forward to its :name
-    start = line - 1
+    # walk back to the start of the form, then forward to its :name (egglog may name the line past the end)
+    start = min(line, len(lines)) - 1
     while start > 0 and not lines[start].startswith("("):
         start -= 1
     chunk = "\n".join(lines[start:start + 12])
@@ -422,11 +445,15 @@ class Session:
         return enc
 
     def load(self, src: Source) -> None:
+        """Parse and run a source one top-level form at a time (:func:`_form_texts`), each error
+        located at ``path:line``."""
+        parsed: list[tuple[str, Any]] = []  # (the text it was parsed from, command)
         try:
-            cmds = self.egraph.parse_program(src.text, filename=src.path)
+            for text in _form_texts(src.text):
+                parsed += [(text, c) for c in self.egraph.parse_program(text, filename=src.path)]
         except BaseException as e:  # noqa: BLE001 - egglog panics are BaseExceptions
             raise RuleError(describe_egglog_error(e, [src], src.path)) from None
-        for cmd in cmds:
+        for form, cmd in parsed:
             if isinstance(cmd, bindings.RuleCommand) and is_cross_product(cmd.rule):
                 self.cross_products.setdefault(cmd.rule.ruleset, set()).add(cmd.rule.name)
             try:
@@ -437,7 +464,7 @@ class Session:
                 loc = _span_of(cmd)
                 text = describe_egglog_error(e, [src], src.path)
                 if loc is not None and not text.startswith(src.path + ":"):
-                    line = _line_of(src.text, loc)
+                    line = _line_of(form, loc)
                     rule = _rule_name_at(src.text, line)
                     text = f"{src.path}:{line}: {'rule ' + repr(rule) + ': ' if rule else ''}{text.split(': ', 1)[-1]}"
                 raise RuleError(text) from None

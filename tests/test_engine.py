@@ -135,6 +135,22 @@ def test_egglog_errors_name_file_line_and_rule(tmp_path):
         Session(_lang() + [Source(str(bad), bad.read_text())])
 
 
+@pytest.mark.parametrize("text, line", [
+    ('(ruleset p)\n; a comment (with a paren\n\n(rewrite (Exp x) x :ruleset p :name "p/a")\n(rewrite (Exp x) :ruleset p :name "p/b")\n', 5),
+    ('(ruleset p)\n(rewrite (Exp x) x :ruleset p :name "p/a")\n(rewrite (Exp x :ruleset p)\n', 4),
+    ('(ruleset p)\n\n(rewrite (Exp x) x :ruleset p :name "p/a")\nstray\n', 4),
+    ('(ruleset p)\n(rewrite (Exp x) x :ruleset p :name "p/a"))\n', 2),
+])
+def test_egglog_parse_errors_name_the_files_line(tmp_path, text, line):
+    """Sources are parsed one top-level form at a time (egglog copies the parsed text into every
+    command); a malformed form, text between forms and an unbalanced parenthesis are still
+    egglog's parse errors at the file's line."""
+    bad = tmp_path / "bad.egg"
+    bad.write_text(text)
+    with pytest.raises(RuleError, match=rf"bad\.egg:{line}: "):
+        Session(_lang() + [Source(str(bad), text)])
+
+
 def test_squared_extent_has_an_egraph_form():
     # cross_entropy over x.view(-1, C) with y of shape [s, s] under dynamic=True: extent s**2
     import satfuse
