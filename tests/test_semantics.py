@@ -464,3 +464,23 @@ def test_floor_and_trunc_division_of_a_number_by_a_tensor():
     for mode in ("floor", "trunc"):
         for num in (INF, 5.0, -3.5, 0.0):
             check_optimize(lambda x, num=num, mode=mode: torch.div(num, x, rounding_mode=mode), t)
+
+
+def test_complex_addcmul_and_addcdiv_run_eagers_kernels():
+    """On complex operands the composite ops are not decomposed: ``addcmul`` as ``add(self, v*t1*t2)``
+    meets eager's complex ``add``, which multiplies by its alpha ``1+0j`` (``inf * 0``: nan) where
+    eager's ``addcmul`` kernel adds directly (found by bench/fuzz.py: optimize seeds 7008 #286 and
+    1101 #161 gave nan+nanj for inf+infj)."""
+    inf = float("inf")
+    check_optimize(lambda a, b, c: torch.addcmul(b, torch.div(a, b), c, value=2),
+                   torch.tensor([[-4]]), torch.tensor([-1.3285 + 2.9921j]), torch.tensor([inf]))
+    check_optimize(lambda a, b, c: torch.addcdiv(b, a, c), torch.tensor([1 + 2j]), torch.tensor([3 - 1j, 2 + 2j]),
+                   torch.tensor([[True, False], [False, True]]))
+
+    def inplace(b, t, c):
+        b.addcmul_(t, c, value=0.5)
+        b.addcdiv_(t, c)
+        return b * 1
+
+    check_optimize(inplace, torch.tensor([1 + 2j, 2 - 1j]), torch.tensor([3 - 1j, 2 + 2j]), torch.tensor([2.0, 4.0]))
+    check_optimize(lambda b, t: b.lerp(t, 0.3), torch.tensor([1 + 2j, 2 - 1j]), torch.tensor([3 - 1j, 2 + 2j]))

@@ -69,7 +69,23 @@ def decomposition_table() -> dict:
 @functools.cache
 def _decompositions() -> dict:
     # built once: listing the foreach overloads reads every aten schema (~20 ms a capture)
-    return with_eager_checks({**get_decompositions(DECOMPOSE), **foreach_decompositions()})
+    real_only = {op: _not_on_complex(fn) for op, fn in get_decompositions(DECOMPOSE).items()}
+    return with_eager_checks({**real_only, **foreach_decompositions()})
+
+
+def _not_on_complex(decomp: Callable) -> Callable:
+    """``decomp`` for real operands only: on complex ones the op is traced as it is (make_fx keeps
+    an op whose decomposition returns NotImplemented) and runs as eager's own kernel. A
+    decomposition changes complex inf arithmetic: ``addcmul`` becomes ``add(self, v * t1 * t2)``,
+    and eager's complex ``add`` multiplies by its alpha ``1+0j`` (``inf * 0``: nan) where eager's
+    ``addcmul`` kernel adds directly. Complex ops are torch fallbacks anyway, so nothing fuses less."""
+
+    def on_real(*args: Any, **kwargs: Any) -> Any:
+        if any(isinstance(t, torch.Tensor) and t.is_complex() for t in pytree.tree_leaves((args, kwargs))):
+            return NotImplemented
+        return decomp(*args, **kwargs)
+
+    return on_real
 
 
 @dataclass
