@@ -6,7 +6,10 @@
 
 What a user waits for the first time a compiled function runs. satfuse's cost is ``import satfuse``
 + ``import torch._dynamo`` + the first call; Inductor's is ``import torch._dynamo`` + the first call
-(``torch`` is imported, and the inputs made, before the clock starts in both). Caches are cold
+(``torch`` is imported, and the inputs made, before the clock starts in both; where making them
+imports Dynamo, as ``torch.optim`` and transformers do, its import is in neither). The satfuse
+stages are the plans' ``timings`` summed over the graphs (``import``: satfuse's pipeline, first
+loaded by the first graph); the rest of satfuse's ``call`` is Dynamo's and AOTAutograd's tracing. Caches are cold
 (``TORCHINDUCTOR_FORCE_DISABLE_CACHES=1``, a fresh cache directory per process); the two backends
 alternate run by run so that load on the machine hits both alike, and the table shows the median
 of the repeats. Each child checks its result against eager before it reports.
@@ -34,6 +37,11 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+
+from bench.progress import Progress  # noqa: E402
+
 CASES = ("ce", "adam", "adam-foreach", "gpt2")
 BACKENDS = ("satfuse", "inductor")
 PACKAGES = ("satfuse", "engine", "lowering", "rewrites")  # the source folders of satfuse's packages
@@ -175,10 +183,12 @@ def first_call(cases: list[str], repeats: int, timeout: float) -> bool:
     subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / d) for d in PACKAGES)], check=True)
     print(f"{'case':13} {'backend':9} {'total s':>8} {'import':>7} {'dynamo':>7} {'call':>7}   satfuse stages (s)")
     ok = True
+    bar = Progress("bench/first_call.py", len(cases) * repeats * len(BACKENDS))
     for case in cases:
         runs: dict[str, list[dict]] = {b: [] for b in BACKENDS}
         for i in range(repeats):
             for b in (BACKENDS if i % 2 == 0 else BACKENDS[::-1]):  # interleaved, alternating which goes first
+                bar.step(f"{case} {b} #{i + 1}")
                 with tempfile.TemporaryDirectory(prefix="first_call_") as cache:
                     r = _child(_CHILD, [case, b], timeout, cache)
                 if "error" in r:
@@ -202,15 +212,20 @@ def first_call(cases: list[str], repeats: int, timeout: float) -> bool:
         if len(med) == 2:
             print(f"{case:13} satfuse / inductor = {med['satfuse'] / med['inductor']:.3f} "
                   f"(median of {len(runs['satfuse'])} / {len(runs['inductor'])} runs)")
+    bar.clear()
     return ok
 
 
 def memory(repeats: int, timeout: float) -> bool:
     print(f"{'program':8} {'run':6} {'peak MiB':>9} {'largest input':>14}   (peak RSS growth during one call, median)")
     ok = True
+    bar = Progress("bench/first_call.py --memory", 4 * repeats)
     for case in ("ce", "chain"):
         for how in ("eager", "plan"):
-            rs = [_child(_MEMORY_CHILD, [case, how], timeout) for _ in range(repeats)]
+            rs = []
+            for i in range(repeats):
+                bar.step(f"{case} {how} #{i + 1}")
+                rs.append(_child(_MEMORY_CHILD, [case, how], timeout))
             good = [r for r in rs if "error" not in r]
             for r in rs:
                 if "error" in r:
@@ -219,6 +234,7 @@ def memory(repeats: int, timeout: float) -> bool:
             if good:
                 peak = statistics.median(r["peak_mib"] for r in good)
                 print(f"{case:8} {how:6} {peak:>9.0f} {good[0]['largest_mib']:>14.0f}")
+    bar.clear()
     return ok
 
 
