@@ -278,6 +278,11 @@ def units(x):
     return x * 1.0 + 0.0
 
 
+def int_units(i):
+    """an integer's x + 0 is x (a float's is not: -0.0 + 0 is +0.0)."""
+    return i * 1 + 0
+
+
 CASES: list[Case] = [
     Case("ce_hand", ce_hand, _ce_inputs()),
     Case("ce_torch", ce_torch, _ce_inputs(seed=5)),
@@ -319,6 +324,7 @@ CASES: list[Case] = [
     Case("flatten_dyn", flatten_dyn, lambda: (torch.randn(3, 5, generator=_gen(41)),), dynamic=True),
     Case("masked_fill_scalar", masked_fill_scalar, lambda: (torch.randn(5, 5, generator=_gen(42)), torch.tensor(True))),
     Case("units", units, lambda: (torch.randn(3, 4, generator=_gen(39)),)),
+    Case("int_units", int_units, lambda: (torch.randint(-5, 5, (3, 4), generator=_gen(43)),)),
     Case("where_same", where_same, lambda: (torch.rand(3, 5, generator=_gen(25)) > 0.5, torch.randn(3, 5, generator=_gen(26)))),
 ]
 

@@ -484,3 +484,15 @@ def test_complex_addcmul_and_addcdiv_run_eagers_kernels():
 
     check_optimize(inplace, torch.tensor([1 + 2j, 2 - 1j]), torch.tensor([3 - 1j, 2 + 2j]), torch.tensor([2.0, 4.0]))
     check_optimize(lambda b, t: b.lerp(t, 0.3), torch.tensor([1 + 2j, 2 - 1j]), torch.tensor([3 - 1j, 2 + 2j]))
+
+
+def test_layer_norm_without_bias_adds_eagers_zero():
+    """eager's CPU layer_norm adds its zero bias, so an exactly-zero result is +0.0; atan2 shows the
+    sign (found by bench/fuzz.py, optimize seed 1101 #56: -pi where eager gives pi). The add-zero
+    rule applies to integers only (tests/test_coverage: the built-in packs stay sound)."""
+    import torch.nn.functional as F
+
+    a = torch.tensor([-0.0, 0.0])
+    check_optimize(lambda a: torch.atan2(F.layer_norm(a + 3 * a, a.shape[-1:]), a - 1), a)
+    check_optimize(lambda a: torch.atan2(a + 0.0, a - 1), a)
+    check_optimize(lambda a: torch.atan2(a + 0, a - 1), a)

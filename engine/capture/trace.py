@@ -70,7 +70,24 @@ def decomposition_table() -> dict:
 def _decompositions() -> dict:
     # built once: listing the foreach overloads reads every aten schema (~20 ms a capture)
     real_only = {op: _not_on_complex(fn) for op, fn in get_decompositions(DECOMPOSE).items()}
+    real_only[aten.native_layer_norm.default] = _zero_bias(real_only[aten.native_layer_norm.default])
     return with_eager_checks({**real_only, **foreach_decompositions()})
+
+
+def _zero_bias(decomp: Callable) -> Callable:
+    """native_layer_norm without a bias: eager's CPU kernel still adds its zero bias
+    (``(x - mean) * rstd * 1 + 0``), which makes a ``-0.0`` result ``+0.0``; torch's
+    decomposition leaves it out, and the sign shows (``atan2`` of the result: pi, not -pi).
+    The zero is added here, as eager does (``algebra/add-zero`` keeps it for floats)."""
+
+    def with_zero(*args: Any, **kwargs: Any) -> Any:
+        out, mean, rstd = decomp(*args, **kwargs)
+        bias = args[3] if len(args) > 3 else kwargs.get("bias")
+        if bias is None and out.is_floating_point():
+            out = out + 0.0
+        return out, mean, rstd
+
+    return with_zero
 
 
 def _not_on_complex(decomp: Callable) -> Callable:
