@@ -496,3 +496,16 @@ def test_layer_norm_without_bias_adds_eagers_zero():
     check_optimize(lambda a: torch.atan2(F.layer_norm(a + 3 * a, a.shape[-1:]), a - 1), a)
     check_optimize(lambda a: torch.atan2(a + 0.0, a - 1), a)
     check_optimize(lambda a: torch.atan2(a + 0, a - 1), a)
+
+
+def test_sub_with_alpha_is_add_with_alpha_negated():
+    """eager's ``sub(a, b, alpha)`` is ``add(a, b, -alpha)``: with ``a = -0.0`` and ``alpha = 0``
+    that is ``-0.0 + (-0.0)``, -0.0, which a later division by it shows (found by bench/fuzz.py,
+    jit seed 9702 #2368: -inf where eager gives inf)."""
+    b = torch.tensor([[-3.0983, -0.0, 0.0, 2.0]])
+    c = torch.tensor([[[-0.9941]]], dtype=torch.float16)
+    for alpha in (0, 2, -1.5):
+        check_optimize(lambda b, c, alpha=alpha: torch.div(c, torch.sub(b, c, alpha=alpha), rounding_mode="trunc"),
+                       b, c)
+    check_optimize(lambda i, j: torch.sub(i, j, alpha=3), torch.tensor([3, -4, 2**31 - 1], dtype=torch.int32),
+                   torch.tensor([5, 1, 2], dtype=torch.int32))

@@ -202,6 +202,9 @@ def _binary(name: str) -> Callable:
                 x, y = round_float(x, calc), round_float(y, calc)
         if name in ("remainder", "fmod"):
             _int_division_by(b, y)
+        if name == "sub" and type(alpha) in (int, float) and alpha != 1 and isinstance(y, Var):
+            # eager's sub is add with alpha negated: -0.0 - 0 * y is -0.0 + (-0.0), not +0.0
+            return b.result(b("add", x, _times_alpha(b, x, y, -alpha)))
         return b.result(b(name, x, _times_alpha(b, x, y, alpha)))
 
     return conv
