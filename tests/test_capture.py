@@ -159,3 +159,36 @@ def test_inputs_that_are_one_written_tensor_are_refused_as_listed():
     with pytest.raises(Exception, match="the example inputs cannot have a plan") as e:
         satfuse.optimize(g, a, a)
     assert refused_as_listed(e.value) is not None
+
+
+def test_eager_conversions_fake_kernels_refuse():
+    """Programs eager runs whose fake (meta) kernels refuse: a complex fill of a real tensor
+    (eager converts it: ``bool(1j)`` is True) and ``bool_t.pow_(True)`` (int64 on meta, bool in
+    eager); and a write into an expanded input whose view torch cannot replay is the listed
+    refusal, not a tracing error (found by bench/fuzz.py: optimize seeds 4243 #14, 9191 #148,
+    4242 #225)."""
+    import satfuse
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def fill(t):
+        return t.masked_fill(t, 1j), t.clone().fill_(0j)
+
+    def power(t):
+        t[0].pow_(True)
+        return t * 1
+
+    t = torch.tensor([True, False])
+    for fn in (fill, power):
+        x = t.clone()
+        got, want = satfuse.optimize(fn, t.clone())(x), fn(t.clone())
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            assert torch.equal(g, w)
+
+    def unfold_write(a):
+        t0 = a.unfold(-1, 2, 1)
+        a[0] = True
+        return t0.flatten()
+
+    with pytest.raises(CaptureError, match="cannot have a plan") as e:
+        satfuse.optimize(unfold_write, torch.tensor([False]).expand(3))
+    assert refused_as_listed(e.value) is not None

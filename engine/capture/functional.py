@@ -128,10 +128,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
                 "out-of-place form (x = x.t()) and return it")
     for i, info in enumerate(meta.input_info):
         if info.mutates_data and isinstance(fakes[i], torch.Tensor) and _internal_overlap(fakes[i]):
-            raise OverlappingInputWriteError(
-                f"the example inputs cannot have a plan: input #{i} holds one element at several positions (an "
-                "expanded tensor) and is written in place; eager writes it element by element, a plan writes "
-                "values: pass a tensor that does not overlap itself (clone() it)")
+            raise OverlappingInputWriteError(_overlapping_input_written(i))
     aliases: list[AliasInfo | None] = []
     seen: dict[int, int] = {}
     for k, (o, info) in enumerate(zip(outs, meta.output_info)):
@@ -492,6 +489,26 @@ def _check_inplace_broadcast(func: Any, args: tuple) -> None:
                          f"shape [{', '.join(full)}]")
 
 
+#: fills whose Scalar eager converts to the tensor's dtype in its kernel; torch's reference (the fake
+#: tensors' meta) refuses a complex one for a real tensor (``masked_fill(bool_t, 1j)``)
+_FILLS = frozenset({torch.ops.aten.masked_fill.Scalar, torch.ops.aten.masked_fill_.Scalar,
+                    torch.ops.aten.fill.Scalar, torch.ops.aten.fill_.Scalar})
+
+
+def _converted_fill(dtype: torch.dtype, value: complex) -> Any:
+    """``value`` as eager's fill kernel stores it in ``dtype`` (or eager's refusal)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        return torch.zeros(1, dtype=dtype).fill_(value).item()
+
+
+def _overlapping_input_written(i: int) -> str:
+    return (f"the example inputs cannot have a plan: input #{i} holds one element at several positions (an "
+            "expanded tensor) and is written in place; eager writes it element by element, a plan writes "
+            "values: pass a tensor that does not overlap itself (clone() it)")
+
+
 class EagerRewrites(TorchDispatchMode):
     """Ops whose functionalized form would mean something else than eager's, traced as what eager
     does (sits above functionalization in both passes):
@@ -513,12 +530,15 @@ class EagerRewrites(TorchDispatchMode):
     def __init__(self, inputs: Sequence[Any] = ()) -> None:
         super().__init__()
         self.gapped: dict[int, torch.Tensor] = {}  # unfolds left as they are (kept alive: ids stay unique)
-        self.inputs = [x for x in inputs if isinstance(x, torch.Tensor)]  # the program's tensors (their storage)
+        #: the program's tensors (their storage), by argument position
+        self.inputs = {i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
         self.written: set[int] = set()  # indices into ``inputs`` whose storage the program wrote
         self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if func in _FILLS and type(args[-1]) is complex and not args[0].is_complex():
+            args = (*args[:-1], _converted_fill(args[0].dtype, args[-1]))  # as eager's kernel converts it
         if func is torch.ops.aten.unfold.default and not kwargs:
             views = _unfold_views(*args)
             if views is not None:
@@ -528,7 +548,7 @@ class EagerRewrites(TorchDispatchMode):
             return out
         if func is torch.ops.aten.as_strided.default:
             out = func(*args, **kwargs)  # eager's own refusal (a view past the storage) comes first
-            if not any(_same_storage(args[0], x) for x in self.inputs):
+            if not any(_same_storage(args[0], x) for x in self.inputs.values()):
                 raise OrderDependentWriteError(
                     "as_strided of a computed tensor: its meaning is the memory layout eager gave that tensor, "
                     "which a plan does not reproduce (values, not layouts, flow through it): call as_strided on "
@@ -538,7 +558,7 @@ class EagerRewrites(TorchDispatchMode):
                     "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
                     "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
                     "as eager does: call as_strided on the base tensor instead")
-            if any(i in self.written for i, x in enumerate(self.inputs) if _same_storage(args[0], x)):
+            if any(i in self.written for i, x in self.inputs.items() if _same_storage(args[0], x)):
                 raise OrderDependentWriteError(
                     "as_strided of an input written earlier in the program: functionalization views the written "
                     "value, which the plan holds in a layout of its own (contiguous, or an expanded view of what "
@@ -553,7 +573,11 @@ class EagerRewrites(TorchDispatchMode):
                 return nothing
             for a, v in zip(func._schema.arguments, args):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
-                    self.written.update(i for i, x in enumerate(self.inputs) if _same_storage(v, x))
+                    hit = [i for i, x in self.inputs.items() if _same_storage(v, x)]
+                    self.written.update(hit)
+                    for i in hit:  # before torch's view replay of the written expanded input can fail
+                        if _internal_overlap(self.inputs[i]):
+                            raise OverlappingInputWriteError(_overlapping_input_written(i))
                     if id(v) in self.spread and not _holds_an_element_twice(v):  # (else eager's own checks)
                         raise OrderDependentWriteError(
                             f"{func} writes through a view of an expanded (or self-overlapping) tensor: "
@@ -566,7 +590,7 @@ class EagerRewrites(TorchDispatchMode):
                         "the end: functionalization's inverse (unfold_backward) sums overlapping windows and zeroes "
                         "what no window covers, so no plan follows eager's loop order: clone() the windows, or use "
                         "slices")
-            return func(*args, **kwargs)
+            return _in_eagers_dtype(func, args, kwargs)
         out = func(*args, **kwargs)
         if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
                 out, torch.Tensor) and (id(args[0]) in self.spread or _holds_an_element_twice(out)):
@@ -577,6 +601,21 @@ class EagerRewrites(TorchDispatchMode):
             if eager_dtype is not None and out.dtype != eager_dtype:
                 out = out.to(eager_dtype)
         return out
+
+
+def _in_eagers_dtype(func: Any, args: tuple, kwargs: dict) -> Any:
+    """A write op as it is; where its meta kernel promotes past the target's dtype and so refuses
+    the cast while eager's kernel accepts it (``bool_t.pow_(True)``: int64 on meta, bool in eager),
+    the out-of-place op cast to eager's dtype and copied in."""
+    try:
+        return func(*args, **kwargs)
+    except RuntimeError as e:
+        name = func._overloadpacket.__name__
+        functional = getattr(torch, name[:-1], None) if name.endswith("_") else None
+        if ("can't be cast" not in str(e) or functional is None or torch.Tag.pointwise not in func.tags
+                or probe_kernel(func, args, kwargs) != args[0].dtype):
+            raise
+        return args[0].copy_(functional(*args, **kwargs).to(args[0].dtype))
 
 
 def _empty_write(func: Any, args: tuple, kwargs: dict) -> Any:

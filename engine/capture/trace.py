@@ -91,14 +91,16 @@ def _zero_bias(decomp: Callable) -> Callable:
 
 
 def _not_on_complex(decomp: Callable) -> Callable:
-    """``decomp`` for real operands only: on complex ones the op is traced as it is (make_fx keeps
+    """``decomp`` for real operands only: on complex ones (tensors, or a number such as
+    ``masked_fill(bool_t, 1j)``, which eager converts and torch's reference refuses) the op is traced as it is (make_fx keeps
     an op whose decomposition returns NotImplemented) and runs as eager's own kernel. A
     decomposition changes complex inf arithmetic: ``addcmul`` becomes ``add(self, v * t1 * t2)``,
     and eager's complex ``add`` multiplies by its alpha ``1+0j`` (``inf * 0``: nan) where eager's
     ``addcmul`` kernel adds directly. Complex ops are torch fallbacks anyway, so nothing fuses less."""
 
     def on_real(*args: Any, **kwargs: Any) -> Any:
-        if any(isinstance(t, torch.Tensor) and t.is_complex() for t in pytree.tree_leaves((args, kwargs))):
+        if any(isinstance(t, complex) or isinstance(t, torch.Tensor) and t.is_complex()
+               for t in pytree.tree_leaves((args, kwargs))):
             return NotImplemented
         return decomp(*args, **kwargs)
 
