@@ -167,8 +167,9 @@ def test_eager_conversions_fake_kernels_refuse():
     eager); and a write into an expanded input whose view torch cannot replay is the listed
     refusal, not a tracing error (found by bench/fuzz.py: optimize seeds 4243 #14, 9191 #148,
     4242 #225)."""
-    import satfuse
     from satfuse.engine.unsupported import refused_as_listed
+
+    import satfuse
 
     def fill(t):
         return t.masked_fill(t, 1j), t.clone().fill_(0j)
