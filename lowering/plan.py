@@ -501,11 +501,16 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     seen: set[str] = set()
     prod = trace.producers()
 
-    def root(v: Var) -> Var:  # the value a chain of views (vocabulary or torch views) starts from
+    def chain(v: Var) -> list[Var]:  # v and the values its chain of views (vocabulary or torch views) starts from
+        out = [v]
         while v in prod and prod[v].args and isinstance(prod[v].args[0], Var) and (
                 prod[v].op in VIEW_OPS or (is_opaque(prod[v].op) and any(opaque_aliasing(prod[v].op)))):
             v = prod[v].args[0]
-        return v
+            out.append(v)
+        return out
+
+    def root(v: Var) -> Var:
+        return chain(v)[-1]
 
     roots: set[int] = set()
     for k, o in enumerate(trace.outputs):
@@ -516,7 +521,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
         shares_output = id(root(o)) in roots  # a view of another output's value (where(c, t, t) as t.T)
         roots.add(id(root(o)))
         if a is None:
-            in_buffer = id(root(o)) in (lives_in or {})  # a value written into a caller's buffer, or a view of one
+            # a value written into a caller's buffer, or a view of one (a cast on the way may be a view too)
+            in_buffer = any(id(v) in (lives_in or {}) for v in chain(o))
             if name in inputs or name in seen or shares_output or ((al.get(id(o)) or in_buffer) and name not in clones):
                 fresh = name + "_out"
                 while fresh in taken:
