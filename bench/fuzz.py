@@ -28,9 +28,9 @@ low-precision ops twice, or accumulate in half precision); the summary counts th
 
 Outcomes: ``equal``; ``refused`` (a satfuse error naming an unsupported form, raised by
 ``optimize``/the first call before anything runs); ``dynamo`` (``--mode compile`` only: the
-program differs from eager the same way under ``torch.compile(backend="eager")``, so the
-divergence is Dynamo's own: dead code it drops, a graph break after a write, its exception
-types); ``wrong`` (anything else that differs from eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
+program differs from eager the same way under ``torch.compile(backend="eager")``, or Dynamo
+raises outside any satfuse frame, so the divergence is Dynamo's own: dead code it drops, a graph
+break after a write, its exception types, its guard building on a fake it resized); ``wrong`` (anything else that differs from eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
 worker process is killed and replaced). Each wrong/crash/hang program is reduced
 automatically (statements, returns, inputs, layouts, sizes, values; each step kept only if
 the same failure remains) and written as a standalone ``.py`` repro to ``--out``.
@@ -701,6 +701,15 @@ def _where(e: BaseException) -> str:
     return "" if fr is None else f" [{os.path.basename(fr.filename)}:{fr.lineno}]"
 
 
+def _dynamos_own(e: BaseException) -> bool:
+    """Raised by Dynamo itself, outside any satfuse frame (its guard building after a backend
+    returned: a fake kernel resized an empty in-place target that eager refuses)."""
+    frames = traceback.extract_tb(e.__traceback__)
+    own = ("satfuse", "/engine/", "/lowering/", "/rewrites/")
+    return any("torch/_dynamo" in fr.filename for fr in frames) and not any(
+        any(o in fr.filename for o in own) for fr in frames)
+
+
 def _first(e: BaseException) -> str:
     s = str(e).strip().splitlines()
     return (s[0] if s else "")[:240]
@@ -786,7 +795,8 @@ def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Ca
         if p_exc is None:
             raise Differs("no-raise", f"{label}: eager raises {type(e_exc).__name__}: {_first(e_exc)}; the plan returns")
         if not _exc_matches(p_exc, e_exc):
-            raise Differs("exception-type", f"{label}: plan raises {type(p_exc).__name__}: {_first(p_exc)}"
+            raise Differs("dynamo-own" if _dynamos_own(p_exc) else "exception-type",
+                          f"{label}: plan raises {type(p_exc).__name__}: {_first(p_exc)}"
                           f"{_where(p_exc)}; eager {type(e_exc).__name__}: {_first(e_exc)}")
         for j, (x, b) in enumerate(zip(p_ins, before)):
             if isinstance(x, torch.Tensor):
@@ -875,6 +885,8 @@ def evaluate(src: str, mode: str) -> dict[str, str]:
     except Exception as e:  # noqa: BLE001
         return res("crash", type(e).__name__, f"{type(e).__name__}: {_first(e)}{_where(e)}")
     out = _calls(f, inputs, calls, plan, mode)
+    if mode == "compile" and out["sig"] == "dynamo-own":
+        return {**out, "status": "dynamo", "detail": "raised by Dynamo outside satfuse: " + out["detail"]}
     if mode == "compile" and out["status"] in ("wrong", "crash"):
         # Dynamo's own divergences from eager (dead code it drops, a graph break after a write, its
         # own exception types) show with backend="eager" too: they are Dynamo's, not the backend's
@@ -897,6 +909,9 @@ def _calls(f: Callable, inputs: Callable, calls: list, plan: Callable, mode: str
         e = getattr(e, "inner_exception", None) or e  # Dynamo's BackendCompilerFailed: what the backend raised
         if mode != "optimize" and _refusal(e):
             return {"status": "refused", "sig": type(e).__name__, "detail": f"{type(e).__name__}: {_first(e)}"}
+        if mode == "compile" and _dynamos_own(e):
+            return {"status": "dynamo", "sig": "dynamo-own", "detail": f"raised by Dynamo outside satfuse: "
+                    f"{type(e).__name__}: {_first(e)}{_where(e)}"}
         return {"status": "crash", "sig": type(e).__name__, "detail": f"{type(e).__name__}: {_first(e)}{_where(e)}"}
     return {"status": "equal", "sig": ACCURATE if accurate else "", "detail": ""}
 
