@@ -865,3 +865,23 @@ def test_view_of_a_value_written_into_an_input_through_a_cast_is_fresh():
     x = b.clone()
     out = satfuse.optimize(f, b.clone(), c)(x, c)
     assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+
+
+def test_out_resizing_a_view_is_refused_as_listed():
+    """``torch.exp(d, out=c[:0])``: eager resizes the empty view (its base keeps its shape); the
+    functional form scattered the result into a slice of size 0 and crashed under jit when the
+    size became symbolic (found by bench/fuzz.py, jit seed 9702 #1490). optimize refuses it as
+    listed; jit runs such calls eagerly."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(c, d):
+        torch.exp(d, out=c[:0])
+        return d * 1
+
+    c = torch.zeros(0, dtype=torch.complex64)
+    with pytest.raises(CaptureError, match="has its metadata changed in place") as e:
+        satfuse.optimize(f, c, torch.arange(2))
+    assert refused_as_listed(e.value) is not None
+    j = satfuse.jit(f)
+    for n in (0, 2, 3):
+        torch.testing.assert_close(j(c.clone(), torch.arange(n)), f(c.clone(), torch.arange(n)))

@@ -175,7 +175,6 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     import contextlib
 
     from torch._guards import detect_fake_mode
-    from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     mode = detect_fake_mode([f for f in fakes if isinstance(f, torch.Tensor)])
     env = getattr(mode, "shape_env", None)
@@ -186,16 +185,15 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
                 env.suppress_guards() if env is not None else contextlib.nullcontext()), _OverlapCheck():
             warnings.simplefilter("ignore")
             outs = list(flat_fn(*fakes))
-    except (EagerError, OrderDependentWriteError):
-        raise  # eager's memory-overlap verdicts on eager's own geometry (see the docstring)
+    except (EagerError, OrderDependentWriteError, MetadataMutationError):
+        raise  # eager's memory-overlap verdicts on eager's own geometry (see the docstring), a resized view
     except Exception:  # noqa: BLE001 - e.g. a leaf that requires grad written in place
         outs = None
     finally:
         if env is not None:
             del env.guards[n_guards:]
     for i, (before, f) in enumerate(zip(sizes, fakes)):
-        if before is not None and (len(before) != f.dim() or any(
-                not statically_known_true(a == b) for a, b in zip(before, f.size()))):
+        if before is not None and _resized(before, f.size()):
             raise MetadataMutationError(
                 f"input #{i} is resized by an out= op ({tuple(before)} -> {tuple(f.size())}), as eager resizes an "
                 "empty out= tensor: a plan cannot change the caller's tensor's shape; pass an out= tensor of the "
@@ -312,7 +310,15 @@ class _OverlapCheck(TorchDispatchMode):
                             f"{func} reads a tensor that overlaps the tensor it writes element by element in another "
                             "layout (eager's result then depends on its loop order, which a functional plan cannot "
                             "reproduce): clone() the operand before the in-place op")
+        views = [(w, w.size()) for w in written if w._base is not None] if schema is not None and \
+            schema.is_mutable and torch.Tag.inplace_view not in func.tags else []
         out = with_eager_check(func)(*args, **kwargs)
+        for w, before in views:
+            if _resized(before, w.size()):
+                raise MetadataMutationError(
+                    f"a view has its metadata changed in place: {func} resizes its out= tensor ({tuple(before)} -> "
+                    f"{tuple(w.size())}), as eager resizes an empty out= tensor (its base keeps its shape, a "
+                    "functional plan cannot): pass an out= tensor of the result's shape")
         if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor):
             self._record_views(func, args, kwargs, out)
         return out
@@ -603,6 +609,13 @@ class EagerRewrites(TorchDispatchMode):
         return out
 
 
+def _resized(before: Sequence[Any], after: Sequence[Any]) -> bool:
+    """The sizes changed (symbolic ones unless provably equal; no guard is added)."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    return len(before) != len(after) or any(not statically_known_true(a == b) for a, b in zip(before, after))
+
+
 def _in_eagers_dtype(func: Any, args: tuple, kwargs: dict) -> Any:
     """A write op as it is; where its meta kernel promotes past the target's dtype and so refuses
     the cast while eager's kernel accepts it (``bool_t.pow_(True)``: int64 on meta, bool in eager),
@@ -634,11 +647,14 @@ def _empty_write(func: Any, args: tuple, kwargs: dict) -> Any:
     written = [(a, values[a.name]) for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
     if not written or not all(isinstance(w, torch.Tensor) and statically_known_true(w.numel() == 0) for _, w in written):
         return None
-    shapes = [tuple(v.size()) for v in values.values() if isinstance(v, torch.Tensor)]
+    # the operands' broadcast shape (an out= tensor is no operand: eager resizes it to that shape)
+    outs_only = {a.name for a, _ in written if a.kwarg_only}
+    shapes = [tuple(v.size()) for k, v in values.items() if isinstance(v, torch.Tensor) and k not in outs_only]
     try:
-        if any(tuple(torch.broadcast_shapes(*shapes)) != tuple(w.size()) for _, w in written):
-            return None
+        full = tuple(torch.broadcast_shapes(*shapes)) if shapes else ()
     except RuntimeError:
+        return None
+    if any(_resized(full, tuple(w.size())) for _, w in written):
         return None
     outs = []
     for r in schema.returns:
