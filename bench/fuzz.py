@@ -30,7 +30,9 @@ Outcomes: ``equal``; ``refused`` (a satfuse error naming an unsupported form, ra
 ``optimize``/the first call before anything runs); ``dynamo`` (``--mode compile`` only: the
 program differs from eager the same way under ``torch.compile(backend="eager")``, or Dynamo
 raises outside any satfuse frame, so the divergence is Dynamo's own: dead code it drops, a graph
-break after a write, its exception types, its guard building on a fake it resized); ``wrong`` (anything else that differs from eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
+break after a write, its exception types, its guard building on a fake it resized); ``eager-died``
+(the worker died and eager alone, in a fresh process, dies on the same calls: ``INT_MIN // -1``
+is SIGFPE in eager's kernel); ``wrong`` (anything else that differs from eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
 worker process is killed and replaced). Each wrong/crash/hang program is reduced
 automatically (statements, returns, inputs, layouts, sizes, values; each step kept only if
 the same failure remains) and written as a standalone ``.py`` repro to ``--out``.
@@ -950,6 +952,23 @@ def _serve(conn: Any) -> None:
         conn.send(("done", out))
 
 
+def _eager_dies(src: str, mode: str, timeout: float = 120.0) -> bool:
+    """Whether eager PyTorch alone, in a fresh process, dies on the program's calls (a signal:
+    ``INT_MIN // -1`` is SIGFPE in eager's integer division kernel): then the worker's death is
+    eager's, not the plan's."""
+    import subprocess
+
+    calls = "[SIZES_A, dict(SIZES_A, v=1)]" if mode == "optimize" else "[SIZES_A, SIZES_B, dict(SIZES_A, v=1)]"
+    code = (src + f"\nfor _s in {calls}:\n    try:\n        f(*inputs(**_s))\n    except Exception:\n"
+            "        pass\n")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=timeout,
+                             env={**os.environ, "OMP_NUM_THREADS": "1"})
+    except subprocess.TimeoutExpired:
+        return False
+    return out.returncode < 0
+
+
 class Worker:
     """A spawned process that evaluates programs; killed and replaced on a hang or a death."""
 
@@ -979,8 +998,12 @@ class Worker:
                 return self.conn.recv()[1]
             except (EOFError, OSError):
                 pass
+            code = self.proc.exitcode
             self._restart()
-            return {"status": "crash", "sig": "process-died", "detail": f"worker died (exit code {self.proc.exitcode})"}
+            if _eager_dies(src, mode):
+                return {"status": "eager-died", "sig": "eager-died",
+                        "detail": f"eager itself kills the process (exit code {code}) on this program"}
+            return {"status": "crash", "sig": "process-died", "detail": f"worker died (exit code {code})"}
         self._restart()
         return {"status": "hang", "sig": "hang", "detail": f"no result within {self.timeout:.0f} s"}
 
@@ -1199,7 +1222,7 @@ class Summary:
     mode: str
     seed: int
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
-        ("equal", "refused", "dynamo", "wrong", "crash", "hang"), 0))
+        ("equal", "refused", "dynamo", "eager-died", "wrong", "crash", "hang"), 0))
     programs: int = 0
     seconds: float = 0.0
     failures: list[tuple[int, dict[str, str], str]] = field(default_factory=list)  # (index, result, repro path)
@@ -1210,7 +1233,8 @@ class Summary:
         c = self.counts
         return (f"fuzz mode={self.mode} seed={self.seed}: programs {self.programs}, equal {c['equal']} "
                 f"({self.accurate} by the float64 criterion), "
-                f"refused {c['refused']}, dynamo {c['dynamo']}, wrong {c['wrong']}, crash {c['crash']}, hang {c['hang']} "
+                f"refused {c['refused']}, dynamo {c['dynamo']}, eager died {c['eager-died']}, wrong {c['wrong']}, "
+                f"crash {c['crash']}, hang {c['hang']} "
                 f"({self.seconds:.0f} s)")
 
 
