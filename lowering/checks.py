@@ -59,6 +59,9 @@ class DataCheck:
     #: CUDA: ``args[0]`` is a 0-d count computed on the device (``obligations.obligation_flags``):
     #: the plan copies it to the host without blocking and tests it at its commit point
     flag: bool = False
+    #: a rule's obligation on this index: the check runs just before the first step that reads it,
+    #: not earlier, so an op eager runs before (one whose result that step reads) raises first
+    guards: Var | None = None
 
     def reads(self) -> list[Var]:
         return [a for a in flat_args(self.args) if isinstance(a, Var)]
@@ -142,9 +145,18 @@ def place_checks(steps: list[Any], checks: Sequence[DataCheck]) -> tuple[list[An
         for n in _nodes(s):
             for o in n.outs:
                 produced_at[id(o)] = i
+    first_read: dict[int, int] = {}
+    guarded = {id(c.guards) for c in checks if c.guards is not None}
+    for i, s in enumerate(steps):
+        for n in _nodes(s):
+            for v in n.inputs():
+                if id(v) in guarded:
+                    first_read.setdefault(id(v), i)
     after: dict[int, list[DataCheck]] = {}
     for c in checks:
         pos = max((produced_at.get(id(v), -1) for v in c.reads()), default=-1)
+        if c.guards is not None and id(c.guards) in first_read:
+            pos = max(pos, first_read[id(c.guards)] - 1)
         after.setdefault(pos, []).append(c)
         for v in c.reads():  # a value made inside a segment becomes one of its outputs
             i = produced_at.get(id(v))

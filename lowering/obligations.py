@@ -66,7 +66,8 @@ def obligation_checks(trace: Trace) -> list[DataCheck]:
                 f"[0, {extent}); it is computed from input {', '.join(_sources(index, inputs, producer))}")
         text = msg.format(value="{value}", size=size) + f" ({what})"
         out.append(DataCheck(_IN_RANGE, (index, extent), exc, text, ", ".join(ob.rules),
-                             detail={"value": _FIRST_BAD, **({} if isinstance(extent, int) else {"size": "{1}"})}))
+                             detail={"value": _FIRST_BAD, **({} if isinstance(extent, int) else {"size": "{1}"})},
+                             guards=index))
     return out
 
 

@@ -192,3 +192,25 @@ def test_fallible_op_read_only_for_its_shape_still_runs():
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         plan(torch.tensor(0))
     assert torch.equal(plan(torch.tensor(3)), f(torch.tensor(3)))
+
+
+def test_an_obligation_check_runs_after_the_op_whose_result_it_guards_reads():
+    """``c.index_put_(...)`` then ``gather(t0, -1, i5)`` with ``t0`` c itself, both failing on an empty
+    ``c``: eager raises index_put's IndexError first. The gather's obligation check (its rule made a
+    take_along_axis) ran as early as its index was known, before the index_put call, so the plan
+    raised the gather's RuntimeError (found by bench/fuzz.py, compile seed 9703 #3325)."""
+
+    def f(c, i4, i5):
+        t0 = c.to(torch.float32)
+        c.index_put_((i4,), torch.tensor(-0.0, dtype=c.dtype), accumulate=False)
+        torch.gather(t0, -1, i5)
+        return (t0,)
+
+    args = (torch.zeros(0), torch.tensor([1, 0, 1]), torch.tensor([1, 0]))
+    with pytest.raises(IndexError):
+        f(*[a.clone() for a in args])
+    torch._dynamo.reset()
+    c = args[0].clone()
+    with pytest.raises(IndexError):
+        torch.compile(f, backend="satfuse")(c, *args[1:])
+    assert c.shape == (0,)
