@@ -193,7 +193,8 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
     nodes = in_rng_order(d.nodes, lambda n: d.rank.get(id(n), -1))
     tr = Trace(list(original.inputs), nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
                output_aliases=list(original.output_aliases), index_ops=dict(original.index_ops),
-               obligations=obligations, effects=effects)
+               index_ranks=dict(original.index_ranks), obligations=obligations, effects=effects,
+               ranks={id(n): d.rank[id(n)] for n in nodes if id(n) in d.rank})
     tr.lint()
     return tr
 
@@ -219,8 +220,9 @@ def chosen_obligations(d: Decoder) -> list[Obligation]:
         kind, rule = view.literal(kind_c), view.literal(rule_c)
         args = (d.value(a), dim(b)) if rel == "obligation" else (dim(a), dim(b))
         key = (kind, *(id(x) if isinstance(x, Var) else x for x in args))
-        op = d.orig.index_ops.get(d.class_name.get(a, ""), "") if rel == "obligation" else ""
-        entry = found.setdefault(key, (kind, args, [], op))
+        name = d.class_name.get(a, "") if rel == "obligation" else ""
+        op = d.orig.index_ops.get(name, "")
+        entry = found.setdefault(key, (kind, args, [], op, d.orig.index_ranks.get(name, -1)))
         if rule not in entry[2]:
             entry[2].append(rule)
-    return [Obligation(kind, tuple(rules), args, op) for kind, args, rules, op in found.values()]
+    return [Obligation(kind, tuple(rules), args, op, rank) for kind, args, rules, op, rank in found.values()]

@@ -132,6 +132,8 @@ class Obligation:
     rules: tuple[str, ...]
     args: tuple
     eager_op: str = ""
+    #: position of that eager op in the captured program (-1: unknown): eager raises the first failure
+    rank: int = -1
 
     @property
     def is_data(self) -> bool:
@@ -228,6 +230,10 @@ class Trace:
     #: index value name -> the eager op that reads it as an index and checks its bounds
     #: (capture: ``aten.nll_loss_forward`` for cross-entropy's targets, else ``aten.gather`` ...)
     index_ops: dict[str, str] = field(default_factory=dict)
+    #: index value name -> the position of that op among the captured program's nodes
+    index_ranks: dict[str, int] = field(default_factory=dict)
+    #: id(node) -> its position in the captured program, for opaque nodes after rewriting (decode)
+    ranks: dict[int, int] = field(default_factory=dict)
     #: what the rewrites behind this trace rely on (engine/decode.py fills it; lowering checks it)
     obligations: list[Obligation] = field(default_factory=list)
     #: values no output needs that the plan still computes, before any write, and drops: eager runs

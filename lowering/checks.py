@@ -62,6 +62,9 @@ class DataCheck:
     #: a rule's obligation on this index: the check runs just before the first step that reads it,
     #: not earlier, so an op eager runs before (one whose result that step reads) raises first
     guards: Var | None = None
+    #: the position of the op it checks in the captured program (-1: unknown): the check runs after
+    #: every fallible step of an earlier op, whose failure eager raises first
+    rank: int = -1
 
     def reads(self) -> list[Var]:
         return [a for a in flat_args(self.args) if isinstance(a, Var)]
@@ -135,7 +138,8 @@ def _index_range(n: Node) -> DataCheck:
                      f"index_copy_(): index out of bounds for dimension {dim} of {x.name}", "builtin")
 
 
-def place_checks(steps: list[Any], checks: Sequence[DataCheck]) -> tuple[list[Any], int]:
+def place_checks(steps: list[Any], checks: Sequence[DataCheck], ranks: dict[int, int] | None = None
+                 ) -> tuple[list[Any], int]:
     """Insert each check right after the step producing the last Var it reads (inputs: first).
 
     Returns the new steps and the index of the last fallible step (-1 when none): the write
@@ -152,11 +156,16 @@ def place_checks(steps: list[Any], checks: Sequence[DataCheck]) -> tuple[list[An
             for v in n.inputs():
                 if id(v) in guarded:
                     first_read.setdefault(id(v), i)
+    # fallible steps of ops with a known program position: (step index, position)
+    ranked = [(i, ranks[id(n)]) for i, s in enumerate(steps) if ranks and step_can_raise(s) is not None
+              for n in _nodes(s) if id(n) in ranks]
     after: dict[int, list[DataCheck]] = {}
     for c in checks:
         pos = max((produced_at.get(id(v), -1) for v in c.reads()), default=-1)
         if c.guards is not None and id(c.guards) in first_read:
             pos = max(pos, first_read[id(c.guards)] - 1)
+        if c.rank >= 0:
+            pos = max([pos] + [i for i, r in ranked if r < c.rank])
         after.setdefault(pos, []).append(c)
         for v in c.reads():  # a value made inside a segment becomes one of its outputs
             i = produced_at.get(id(v))

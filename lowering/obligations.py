@@ -67,7 +67,7 @@ def obligation_checks(trace: Trace) -> list[DataCheck]:
         text = msg.format(value="{value}", size=size) + f" ({what})"
         out.append(DataCheck(_IN_RANGE, (index, extent), exc, text, ", ".join(ob.rules),
                              detail={"value": _FIRST_BAD, **({} if isinstance(extent, int) else {"size": "{1}"})},
-                             guards=index))
+                             guards=index, rank=ob.rank))
     return out
 
 

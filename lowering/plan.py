@@ -288,7 +288,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         nodes, ob_checks = obligation_flags(trace, live_nodes(trace))  # counted inside a segment, no host sync
     else:
         nodes, ob_checks = live_nodes(trace), obligation_checks(trace)
-    steps, barrier = place_checks(partition(trace, nodes), [*builtin_checks(trace), *ob_checks, *checks])
+    steps, barrier = place_checks(partition(trace, nodes), [*builtin_checks(trace), *ob_checks, *checks], trace.ranks)
     wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
     for s in segments:

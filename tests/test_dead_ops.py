@@ -214,3 +214,29 @@ def test_an_obligation_check_runs_after_the_op_whose_result_it_guards_reads():
     with pytest.raises(IndexError):
         torch.compile(f, backend="satfuse")(c, *args[1:])
     assert c.shape == (0,)
+
+
+@pytest.mark.parametrize("index_first", [True, False])
+def test_two_failing_index_ops_raise_in_program_order(index_first):
+    """Two unused index ops that both fail: eager raises the first in program order (x[i]'s
+    IndexError, or gather's RuntimeError). A rule's obligation check carries its op's program
+    position and runs after every fallible step of an earlier op."""
+
+    def f(x, i, j):
+        if index_first:
+            x[i]
+            torch.gather(x, 0, j)
+        else:
+            torch.gather(x, 0, j)
+            x[i]
+        return x * 2
+
+    x, i, j = torch.randn(4), torch.tensor([1]), torch.tensor([0])
+    plan = satfuse.optimize(f, x, i, j)
+    bad = (x, torch.tensor([9]), torch.tensor([9]))
+    want = IndexError if index_first else RuntimeError
+    with pytest.raises(want) as eager:
+        f(*bad)
+    with pytest.raises(want) as got:
+        plan(*bad)
+    assert type(got.value) is type(eager.value)

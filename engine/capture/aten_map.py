@@ -57,6 +57,7 @@ class Builder:
             src = self.n.meta.get("original_aten") or self.n.target
             src = getattr(src, "_overloadpacket", src)
             self.c.trace.index_ops.setdefault(idx.name, f"aten.{getattr(src, '__name__', src)}")
+            self.c.trace.index_ranks.setdefault(idx.name, len(self.c.trace.nodes))
         return idx
 
     def result(self, v: Var) -> Var:
