@@ -30,7 +30,8 @@ import torch.fx.traceback as fx_traceback
 import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch._aot_autograd.functional_utils import from_fun, has_data_mutation, to_fun
-from torch._subclasses.functional_tensor import FunctionalTensorMode
+from torch._functorch._aot_autograd.utils import _get_autocast_states
+from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -97,52 +98,47 @@ class FunctionalGraph:
 
 
 def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict) -> FunctionalGraph:
-    """Trace ``flat_fn`` (flat inputs -> flat list of outputs) functionalized. Call under
-    :data:`TRACING` and the fake mode of ``fakes``. Raises :class:`SelfOverlapError` where eager
-    would refuse a write, and ``MetadataMutationError`` for an in-place metadata change of an
-    input (``x.t_()``), which a plan cannot reproduce on the caller's tensor."""
-    from torch._functorch._aot_autograd.collect_metadata_analysis import run_functionalized_fw_and_collect_metadata
-    from torch._functorch._aot_autograd.descriptors import PlainAOTInput
-    from torch._functorch._aot_autograd.schemas import OutputType
-
-    box: list[Any] = []
-
+    """Trace ``flat_fn`` (flat inputs -> flat list of outputs) functionalized, in one run of the
+    program. Call under :data:`TRACING` and the fake mode of ``fakes``. Raises
+    :class:`SelfOverlapError` where eager would refuse a write, and ``MetadataMutationError`` for an
+    in-place metadata change of an input (``x.t_()``), which a plan cannot reproduce on the caller's
+    tensor."""
     check = _OverlapCheck()
+    found: list[tuple[list[_InputMutation], list[Any], list[Any]]] = []
 
-    def checked(*args: Any) -> list[Any]:
-        with check, EagerRewrites(args):
-            out = flat_fn(*args)
-        box.append((args, out))
-        return out
+    def run(*args: Any) -> list[Any]:
+        # AOTAutograd's functionalized forward (``create_functionalized_fn``): functionalization
+        # below autograd, inputs wrapped once; what its metadata pass learns is read off the same
+        # wrappers after the run (``_input_mutations``, ``_input_aliases``) instead of a second run
+        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
+            f_args = [to_fun(a) if isinstance(a, torch.Tensor) else a for a in args]
+            autocast = _get_autocast_states()
+            with check, EagerRewrites(f_args):
+                outs = flat_fn(*f_args)
+            if autocast != _get_autocast_states():
+                raise RuntimeError("the program changes the autocast state (enters an autocast context it does "
+                                   "not leave): a plan cannot change it for the caller")
+        muts = _input_mutations(args, f_args, fakes)
+        found.append((muts, f_args, outs))
+        for before, after, m in zip(args, f_args, muts):
+            if m.writes_back:
+                with torch.no_grad():
+                    before.copy_(from_fun(after))
+        return [from_fun(o) if isinstance(o, torch.Tensor) else o for o in outs]
 
-    collect = run_functionalized_fw_and_collect_metadata(
-        checked, flat_args_descs=[PlainAOTInput(i) for i in range(len(fakes))], keep_input_mutations=True)
-    with enable_python_dispatcher():  # as AOTAutograd: symbolic sizes reach torch's Python kernels (refs)
-        meta = collect(*fakes)
-    args, outs = box[-1]
-    for i, info in enumerate(meta.input_info):
-        if info.mutates_metadata:
-            raise MetadataMutationError(
-                f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
-                "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
-                "out-of-place form (x = x.t()) and return it")
-    for i, info in enumerate(meta.input_info):
-        if info.mutates_data and isinstance(fakes[i], torch.Tensor) and _internal_overlap(fakes[i]):
-            raise OverlappingInputWriteError(_overlapping_input_written(i))
-    aliases: list[AliasInfo | None] = []
-    seen: dict[int, int] = {}
-    for k, (o, info) in enumerate(zip(outs, meta.output_info)):
-        if not isinstance(o, torch.Tensor):
-            aliases.append(None)
-            continue
-        if id(o) in seen:
-            aliases.append(AliasInfo("output", seen[id(o)]))
-            continue
-        seen[id(o)] = k
-        if info.output_type in (OutputType.alias_of_input, OutputType.is_input) and info.base_idx is not None:
-            aliases.append(AliasInfo("input", info.base_idx, tuple(o.size()), tuple(o.stride()), o.storage_offset()))
-        else:
-            aliases.append(None)
+    # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index)
+    try:
+        with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True), \
+                fx_traceback.preserve_node_meta():
+            gm = make_fx(run, tracing_mode="real", decomposition_table=decompositions)(*fakes)
+    except (EagerError, OrderDependentWriteError, MetadataMutationError, OverlappingInputWriteError):
+        raise
+    except Exception:
+        if check.wrote:  # eager's verdicts on its own geometry come first (see ``_eager_outputs``)
+            _eager_outputs(flat_fn, fakes)
+        raise
+    muts, f_args, outs = found[-1]
+    aliases = _input_aliases(f_args, outs)
     if check.wrote:
         # after a write, a functional view's strides are those of the new value, not eager's: the
         # geometry of returned views (and which outputs share memory) is read from a plain run of
@@ -156,11 +152,85 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
                                            ) if _same_storage(e, fakes[a.index]) else None
             outs = eager_outs
     shared_outputs(outs, aliases)
-    mutated = [i for i, info in enumerate(meta.input_info) if info.mutates_data]
-    # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index)
-    with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True), fx_traceback.preserve_node_meta():
-        gm = make_fx(_functionalized(flat_fn), tracing_mode="real", decomposition_table=decompositions)(*fakes)
-    return FunctionalGraph(gm, mutated, aliases)
+    return FunctionalGraph(gm, [i for i, m in enumerate(muts) if m.mutates_data], aliases)
+
+
+@dataclass(frozen=True)
+class _InputMutation:
+    """What the program did to one input (AOTAutograd's ``InputAliasInfo``, the fields capture
+    uses): ``mutates_data`` as its metadata pass says it (a storage swap is not a data write);
+    ``writes_back``: the functional wrapper holds a new value (the graph's ``copy_``)."""
+
+    mutates_data: bool
+    writes_back: bool
+
+
+def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence[Any]) -> list[_InputMutation]:
+    """Each input's mutations, read from its functional wrapper after the run with AOTAutograd's
+    own predicates (``collect_metadata_analysis``); refuses what a plan cannot do to the caller's
+    tensor: a metadata change (``x.t_()``, ``set_``) and a write into an input that holds one
+    element at several positions."""
+    from torch._functorch._aot_autograd.functional_utils import has_metadata_mutation
+
+    out = []
+    for i, (arg, f_arg) in enumerate(zip(args, f_args)):
+        if not isinstance(f_arg, torch.Tensor):
+            out.append(_InputMutation(False, False))
+            continue
+        if has_metadata_mutation(f_arg, arg, check_only_storage_mutation=False):
+            raise MetadataMutationError(
+                f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
+                "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
+                "out-of-place form (x = x.t()) and return it")
+        writes = has_data_mutation(f_arg)
+        out.append(_InputMutation(writes, writes))
+    for i, m in enumerate(out):
+        if m.mutates_data and _internal_overlap(fakes[i]):
+            raise OverlappingInputWriteError(_overlapping_input_written(i))
+    return out
+
+
+def _input_aliases(f_args: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None]:
+    """Which outputs are inputs or views of one, as AOTAutograd's metadata pass classifies them
+    (``OutputType.is_input`` / ``alias_of_input``, read from the functional wrappers' storages):
+    an output of a custom autograd Function, or one of a group of differentiable multi-output
+    views (``x.unbind(0)`` of an input that requires grad), is not an input alias there, and
+    not here. Every input's metadata was checked unchanged first (``_input_mutations``)."""
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    inp_storage = {StorageWeakRef(a.untyped_storage()): i for i, a in enumerate(f_args) if isinstance(a, torch.Tensor)}
+    per_storage: dict[Any, int] = {}  # outputs of each storage, and those of it that are multi-output views
+    multi: dict[Any, int] = {}
+    for o in outs:
+        if isinstance(o, torch.Tensor):
+            ref = StorageWeakRef(o.untyped_storage())
+            per_storage[ref] = per_storage.get(ref, 0) + 1
+            if isinstance(o, FunctionalTensor) and torch._functionalize_is_multi_output_view(o.elem):
+                multi[ref] = multi.get(ref, 0) + 1
+    aliases: list[AliasInfo | None] = []
+    seen: dict[int, int] = {}
+    for k, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor):
+            aliases.append(None)
+            continue
+        if id(o) in seen:
+            aliases.append(AliasInfo("output", seen[id(o)]))
+            continue
+        seen[id(o)] = k
+        ref = StorageWeakRef(o.untyped_storage())
+        base = inp_storage.get(ref)
+        if base is None or (isinstance(o, FunctionalTensor) and torch._functionalize_was_storage_changed(o.elem)):
+            aliases.append(None)
+            continue
+        with disable_proxy_modes_tracing(), FunctionalTensorMode():  # a lazy view rebase traces nothing
+            grad_fn = o.grad_fn
+        custom = type(grad_fn).__name__ == "CppFunction" or isinstance(grad_fn, torch.autograd.function.BackwardCFunction)
+        if custom or (grad_fn is not None and per_storage[ref] == multi.get(ref, 0)):
+            aliases.append(None)
+            continue
+        aliases.append(AliasInfo("input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset()))
+    return aliases
 
 
 def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
@@ -224,25 +294,6 @@ def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None
             aliases[k] = AliasInfo("shared", members[0], tuple(o.size() if size is None else size),
                                    tuple(o.stride() if stride is None else stride),
                                    o.storage_offset() if off is None else off[0])
-
-
-def _functionalized(flat_fn: Callable) -> Callable:
-    """``flat_fn`` on functional wrappers of its inputs (as AOTAutograd's functionalized forward):
-    the program's own ops run functionalized; each input whose data it wrote gets one
-    ``copy_(input, final_value)``, and outputs are unwrapped to their values."""
-
-    def run(*args: Any) -> list[Any]:
-        with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
-            f_args = [to_fun(a) for a in args]
-            with EagerRewrites(f_args):
-                outs = flat_fn(*f_args)
-        for before, after in zip(args, f_args):
-            if isinstance(before, torch.Tensor) and has_data_mutation(after):
-                with torch.no_grad():
-                    before.copy_(from_fun(after))
-        return [from_fun(o) if isinstance(o, torch.Tensor) else o for o in outs]
-
-    return run
 
 
 class MetadataMutationError(RuntimeError):
@@ -536,9 +587,14 @@ class EagerRewrites(TorchDispatchMode):
     def __init__(self, inputs: Sequence[Any] = ()) -> None:
         super().__init__()
         self.gapped: dict[int, torch.Tensor] = {}  # unfolds left as they are (kept alive: ids stay unique)
-        #: the program's tensors (their storage), by argument position
-        self.inputs = {i: x for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
-        self.written: set[int] = set()  # indices into ``inputs`` whose storage the program wrote
+        # the program's tensors by storage (a write looks its target up here: a scan of every input per
+        # write made capture quadratic in the inputs of an optimizer step), with their argument positions;
+        # an input whose storage changes (``set_``) is refused as a metadata change after the run
+        self.inputs: dict[int, list[tuple[int, torch.Tensor]]] = {}
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor):
+                self.inputs.setdefault(_storage_id(x), []).append((i, x))
+        self.written: set[int] = set()  # the storages in ``inputs`` that the program wrote
         self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
@@ -554,7 +610,8 @@ class EagerRewrites(TorchDispatchMode):
             return out
         if func is torch.ops.aten.as_strided.default:
             out = func(*args, **kwargs)  # eager's own refusal (a view past the storage) comes first
-            if not any(_same_storage(args[0], x) for x in self.inputs.values()):
+            base = _storage_id(args[0])
+            if base not in self.inputs:
                 raise OrderDependentWriteError(
                     "as_strided of a computed tensor: its meaning is the memory layout eager gave that tensor, "
                     "which a plan does not reproduce (values, not layouts, flow through it): call as_strided on "
@@ -564,7 +621,7 @@ class EagerRewrites(TorchDispatchMode):
                     "as_strided reaches memory outside the tensor it views (storage elements the tensor does not "
                     "hold): a plan sees each tensor's own elements only, so it could not read or write the others "
                     "as eager does: call as_strided on the base tensor instead")
-            if any(i in self.written for i, x in self.inputs.items() if _same_storage(args[0], x)):
+            if base in self.written:
                 raise OrderDependentWriteError(
                     "as_strided of an input written earlier in the program: functionalization views the written "
                     "value, which the plan holds in a layout of its own (contiguous, or an expanded view of what "
@@ -579,10 +636,11 @@ class EagerRewrites(TorchDispatchMode):
                 return nothing
             for a, v in zip(func._schema.arguments, args):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
-                    hit = [i for i, x in self.inputs.items() if _same_storage(v, x)]
-                    self.written.update(hit)
-                    for i in hit:  # before torch's view replay of the written expanded input can fail
-                        if _internal_overlap(self.inputs[i]):
+                    sid = _storage_id(v)
+                    if sid in self.inputs:
+                        self.written.add(sid)
+                    for i, x in self.inputs.get(sid, ()):  # before torch's view replay of the written expanded input can fail
+                        if _internal_overlap(x):
                             raise OverlappingInputWriteError(_overlapping_input_written(i))
                     if id(v) in self.spread and not _holds_an_element_twice(v):  # (else eager's own checks)
                         raise OrderDependentWriteError(
