@@ -279,8 +279,9 @@ def units(x):
 
 
 def int_units(i):
-    """an integer's x + 0 is x (a float's is not: -0.0 + 0 is +0.0)."""
-    return i * 1 + 0
+    """an integer's x + 0 is x, and so is its sum over an extent-1 dim (a float's are not: -0.0 + 0
+    is +0.0, and a float sum starts from +0.0)."""
+    return (i * 1 + 0).unsqueeze(1).sum(1, keepdim=True)
 
 
 CASES: list[Case] = [

@@ -509,3 +509,13 @@ def test_sub_with_alpha_is_add_with_alpha_negated():
                        b, c)
     check_optimize(lambda i, j: torch.sub(i, j, alpha=3), torch.tensor([3, -4, 2**31 - 1], dtype=torch.int32),
                    torch.tensor([5, 1, 2], dtype=torch.int32))
+
+
+def test_sum_over_an_extent_1_dim_keeps_eagers_zero_sign():
+    """A float sum starts from +0.0, so the sum of one -0.0 is +0.0; ``algebra/sum-ext1`` returned x
+    itself and pow(-0.0, -7) gave -inf where eager gives inf (found by bench/fuzz.py, optimize seed
+    9801 #6462). Floats now get x + 0.0; integers keep x."""
+    d = torch.tensor([[[-0.0]], [[2.0]]])
+    e = torch.tensor([-7, 1, 2], dtype=torch.int32)
+    check_optimize(lambda d, e: torch.pow(d.sum(-1, keepdim=True), e), d, e)
+    check_optimize(lambda i: i.unsqueeze(1).sum(1, keepdim=True), torch.tensor([[3, -4]]))
