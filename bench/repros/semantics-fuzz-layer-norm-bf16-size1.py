@@ -5,6 +5,12 @@
 #   0.0%) Greatest absolute difference: 1 at index (0, 0) Greatest relative difference: inf at index (0, 0); plan
 #   [True] eager [False]
 
+# Root cause (numerics, issue 16): eager's reduced-precision CPU layer_norm computes each element as one
+# fused multiply-add, y = fma(x, rstd, -mean * rstd), in float: the product x * rstd is not rounded, so
+# for a size-1 row (x == mean, var 0, rstd = 316.2278) y is the rounding error of mean * rstd
+# (-1.9073e-05 for x = -2.515625), not 0. The float32 path gives 0 here. Matching it needs an unrounded
+# product (e.g. x*rstd + c in float64, then float32): not done yet; the decomposition gives exact 0.
+
 def f(a):
     t0 = F.layer_norm(a, a.shape[-1:])
     t2 = t0.logical_not()
