@@ -519,3 +519,13 @@ def test_sum_over_an_extent_1_dim_keeps_eagers_zero_sign():
     e = torch.tensor([-7, 1, 2], dtype=torch.int32)
     check_optimize(lambda d, e: torch.pow(d.sum(-1, keepdim=True), e), d, e)
     check_optimize(lambda i: i.unsqueeze(1).sum(1, keepdim=True), torch.tensor([[3, -4]]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_reduced_precision_layer_norm_is_eagers_fused_multiply_add(dtype):
+    """eager's f16/bf16 CPU layer_norm writes ``fma(x, rstd, -mean * rstd)``: a size-1 row is the
+    rounding error of ``mean * rstd``, not 0 (found by bench/fuzz.py, jit seed 3100 #49)."""
+    x = torch.tensor([[-2.515625], [3.0], [0.0]]).to(dtype)
+    check_optimize(lambda a: (F.layer_norm(a, a.shape[-1:]), F.layer_norm(a, a.shape[-1:]).logical_not()), x)
+    y = (torch.arange(24.0).reshape(4, 6) * 0.37 - 3.1).to(dtype)
+    check_optimize(lambda a: F.layer_norm(a, a.shape[-1:]), y)

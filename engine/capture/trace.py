@@ -82,12 +82,28 @@ def _zero_bias(decomp: Callable) -> Callable:
 
     def with_zero(*args: Any, **kwargs: Any) -> Any:
         out, mean, rstd = decomp(*args, **kwargs)
+        weight = args[2] if len(args) > 2 else kwargs.get("weight")
         bias = args[3] if len(args) > 3 else kwargs.get("bias")
+        if weight is None and bias is None and args[0].dtype in (torch.bfloat16, torch.float16):
+            return _fused_normalize(args[0], len(args[1]), args[4]), mean, rstd
         if bias is None and out.is_floating_point():
             out = out + 0.0
         return out, mean, rstd
 
     return with_zero
+
+
+def _fused_normalize(x: torch.Tensor, ndims: int, eps: float) -> torch.Tensor:
+    """eager's reduced-precision CPU layer_norm writes each element as one fused multiply-add in
+    float, ``fma(x, rstd, -mean * rstd)``: the product is not rounded, so a size-1 row (x == mean)
+    gives the rounding error of ``mean * rstd``, not 0. The product of two floats is exact in
+    float64, so the sum there, rounded to float, is the fma's result."""
+    xf = x.float()
+    dims = list(range(x.dim() - ndims, x.dim()))
+    var, mean = torch.var_mean(xf, dims, correction=0, keepdim=True)
+    rstd = torch.rsqrt(var + eps)
+    shift = (-mean * rstd).double()
+    return (xf.double() * rstd.double() + shift).float().to(x.dtype)
 
 
 def _not_on_complex(decomp: Callable) -> Callable:
