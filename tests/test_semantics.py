@@ -529,3 +529,14 @@ def test_reduced_precision_layer_norm_is_eagers_fused_multiply_add(dtype):
     check_optimize(lambda a: (F.layer_norm(a, a.shape[-1:]), F.layer_norm(a, a.shape[-1:]).logical_not()), x)
     y = (torch.arange(24.0).reshape(4, 6) * 0.37 - 3.1).to(dtype)
     check_optimize(lambda a: F.layer_norm(a, a.shape[-1:]), y)
+
+
+def test_layer_norm_of_a_constant_row_is_zero_like_eagers():
+    """eager's Welford mean of a constant row is that value exactly; ``sum / n`` was an ulp off, and
+    rstd (1/sqrt(eps) for a zero variance) made -7.5e-05 where eager gives 0 (found by
+    bench/fuzz.py, optimize seed 9801 #7345). The mean is corrected once: m0 + mean(x - m0)."""
+    import torch.nn.functional as F
+
+    for v in (0.1, -2.2627, 1e-3, 3.14159):
+        check_optimize(lambda a: F.layer_norm(a, a.shape[-1:]), torch.tensor([v]).expand(3))
+        check_optimize(lambda a: F.layer_norm(a, a.shape[-1:]), torch.full((2, 7), v))

@@ -265,9 +265,10 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     for i, (before, f) in enumerate(zip(sizes, fakes)):
         if before is not None and _resized(before, f.size()):
             raise MetadataMutationError(
-                f"input #{i} is resized by an out= op ({tuple(before)} -> {tuple(f.size())}), as eager resizes an "
-                "empty out= tensor: a plan cannot change the caller's tensor's shape; pass an out= tensor of the "
-                "result's shape, or use the out-of-place form and return it")
+                f"input #{i} has its metadata changed in place: an out= op resizes it ({tuple(before)} -> "
+                f"{tuple(f.size())}), as eager resizes an out= tensor of another shape: a plan cannot change the "
+                "caller's tensor's shape; pass an out= tensor of the result's shape, or use the out-of-place form "
+                "and return it")
     return outs
 
 

@@ -70,40 +70,47 @@ def decomposition_table() -> dict:
 def _decompositions() -> dict:
     # built once: listing the foreach overloads reads every aten schema (~20 ms a capture)
     real_only = {op: _not_on_complex(fn) for op, fn in get_decompositions(DECOMPOSE).items()}
-    real_only[aten.native_layer_norm.default] = _zero_bias(real_only[aten.native_layer_norm.default])
+    real_only[aten.native_layer_norm.default] = _not_on_complex(_layer_norm)
     return with_eager_checks({**real_only, **foreach_decompositions()})
 
 
-def _zero_bias(decomp: Callable) -> Callable:
-    """native_layer_norm without a bias: eager's CPU kernel still adds its zero bias
-    (``(x - mean) * rstd * 1 + 0``), which makes a ``-0.0`` result ``+0.0``; torch's
-    decomposition leaves it out, and the sign shows (``atan2`` of the result: pi, not -pi).
-    The zero is added here, as eager does (``algebra/add-zero`` keeps it for floats)."""
+def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """native_layer_norm as eager's CPU kernel computes it, where a decomposition can:
 
-    def with_zero(*args: Any, **kwargs: Any) -> Any:
-        out, mean, rstd = decomp(*args, **kwargs)
-        weight = args[2] if len(args) > 2 else kwargs.get("weight")
-        bias = args[3] if len(args) > 3 else kwargs.get("bias")
-        if weight is None and bias is None and args[0].dtype in (torch.bfloat16, torch.float16):
-            return _fused_normalize(args[0], len(args[1]), args[4]), mean, rstd
-        if bias is None and out.is_floating_point():
-            out = out + 0.0
-        return out, mean, rstd
+    - the mean is corrected once (``m0 + mean(x - m0)``): eager's Welford mean of a constant row
+      is that value exactly, while ``sum / n`` can be an ulp off, which ``rstd`` (up to
+      ``1/sqrt(eps)``) turns into a visible nonzero where eager has 0;
+    - without a bias eager still adds its zero bias (``(x - mean) * rstd * 1 + 0``), which makes
+      a -0.0 result +0.0 (``atan2`` of it shows the sign);
+    - f16/bf16 without weight and bias: eager's reduced-precision kernel writes each element as
+      one fused multiply-add in float, ``fma(x, rstd, -mean * rstd)``; the product of two floats is
+      exact in float64, so the sum there, rounded to float, is the fma's result (a size-1 row then
+      gives the rounding error of ``mean * rstd``, as eager does, not 0).
 
-    return with_zero
-
-
-def _fused_normalize(x: torch.Tensor, ndims: int, eps: float) -> torch.Tensor:
-    """eager's reduced-precision CPU layer_norm writes each element as one fused multiply-add in
-    float, ``fma(x, rstd, -mean * rstd)``: the product is not rounded, so a size-1 row (x == mean)
-    gives the rounding error of ``mean * rstd``, not 0. The product of two floats is exact in
-    float64, so the sum there, rounded to float, is the fma's result."""
-    xf = x.float()
-    dims = list(range(x.dim() - ndims, x.dim()))
-    var, mean = torch.var_mean(xf, dims, correction=0, keepdim=True)
-    rstd = torch.rsqrt(var + eps)
-    shift = (-mean * rstd).double()
-    return (xf.double() * rstd.double() + shift).float().to(x.dtype)
+    f16/bf16 compute in f32."""
+    k = len(normalized_shape)
+    torch._check(k >= 1 and x.dim() >= k and tuple(x.shape[x.dim() - k:]) == tuple(normalized_shape),
+                 lambda: f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                         f"[*, {', '.join(map(str, normalized_shape))}], but got input of size {list(x.shape)}")
+    dims = list(range(x.dim() - k, x.dim()))
+    acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    a = x.to(acc)
+    n = math.prod(normalized_shape)
+    m0 = a.sum(dims, keepdim=True) / n
+    mean = m0 + (a - m0).sum(dims, keepdim=True) / n
+    d = a - mean
+    rstd = torch.rsqrt((d * d).sum(dims, keepdim=True) / n + eps)
+    if acc is not x.dtype and weight is None and bias is None:
+        out = (a.double() * rstd.double() + (-mean * rstd).double()).float()
+    else:
+        out = d * rstd
+        if weight is not None:
+            out = out * weight
+        out = out + bias if bias is not None else out + 0.0
+    out = out.to(x.dtype)
+    if x.device.type == "cpu":  # as torch's reference: the CPU kernel returns them in x's dtype
+        mean, rstd = mean.to(x.dtype), rstd.to(x.dtype)
+    return out, mean, rstd
 
 
 def _not_on_complex(decomp: Callable) -> Callable:
