@@ -540,3 +540,14 @@ def test_layer_norm_of_a_constant_row_is_zero_like_eagers():
     for v in (0.1, -2.2627, 1e-3, 3.14159):
         check_optimize(lambda a: F.layer_norm(a, a.shape[-1:]), torch.tensor([v]).expand(3))
         check_optimize(lambda a: F.layer_norm(a, a.shape[-1:]), torch.full((2, 7), v))
+
+
+def test_lerp_of_mixed_float_dtypes_raises_like_eager():
+    """eager's lerp refuses an ``end`` of another float dtype, unused result or not (found by
+    bench/fuzz.py, optimize seed 9811 #4574: the plan returned)."""
+    f = lambda a, b: (torch.lerp(a, b, 0.3), a)[1]  # noqa: E731
+    a, b = torch.randn(0, 1), torch.tensor(1.0, dtype=torch.float16)
+    with pytest.raises(RuntimeError, match="expected dtype"):
+        f(a, b)
+    with pytest.raises(RuntimeError, match="expected dtype"):
+        satfuse.optimize(f, a, b)
