@@ -551,3 +551,10 @@ def test_lerp_of_mixed_float_dtypes_raises_like_eager():
         f(a, b)
     with pytest.raises(RuntimeError, match="expected dtype"):
         satfuse.optimize(f, a, b)
+    # an integer (or bool) tensor to a negative Scalar power: eager's refusal whatever the values
+    # (found by bench/fuzz.py, optimize seed 9811 #4950)
+    g = lambda a: (torch.pow(torch.lt(a, 0.5), -1), a)[1]  # noqa: E731
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        g(torch.rand(2))
+    with pytest.raises(RuntimeError, match="negative integer powers"):
+        satfuse.optimize(g, torch.rand(2))
