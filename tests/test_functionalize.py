@@ -885,3 +885,17 @@ def test_out_resizing_a_view_is_refused_as_listed():
     j = satfuse.jit(f)
     for n in (0, 2, 3):
         torch.testing.assert_close(j(c.clone(), torch.arange(n)), f(c.clone(), torch.arange(n)))
+
+
+def test_copy_onto_itself_after_an_in_place_view_op_is_nothing():
+    """``t = b.unsqueeze(-2); t.squeeze_(); t.copy_(b)``: t is b's own memory at b's geometry again,
+    so eager's copy_ returns early; the overlap check read t's geometry from before squeeze_ and
+    raised eager's overlap error (found by bench/fuzz.py, optimize seed 9821 #2185)."""
+
+    def f(b):
+        t = b.unsqueeze(-2)
+        t.squeeze_()
+        t.copy_(b)
+        return b * 2
+
+    _differential(f, [torch.randn(2, 2, 2)], _optimize)

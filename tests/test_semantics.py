@@ -558,3 +558,16 @@ def test_lerp_of_mixed_float_dtypes_raises_like_eager():
         g(torch.rand(2))
     with pytest.raises(RuntimeError, match="negative integer powers"):
         satfuse.optimize(g, torch.rand(2))
+
+
+def test_layer_norm_of_an_integer_tensor_raises_like_eager():
+    """eager's layer_norm kernel refuses integer dtypes, used or not (found by bench/fuzz.py,
+    optimize seed 9821 #2542, after satfuse's own layer_norm decomposition)."""
+    import torch.nn.functional as F
+
+    g = lambda i: (F.layer_norm(torch.relu(i), i.shape[-1:]), i)[1]  # noqa: E731
+    with pytest.raises(NotImplementedError):
+        g(torch.tensor([0, 1, 2]))
+    with pytest.raises(Exception, match="not implemented for 'Long'") as e:  # eager's error, as the cause
+        satfuse.optimize(g, torch.tensor([0, 1, 2]))
+    assert isinstance(e.value, NotImplementedError) or isinstance(e.value.__cause__, NotImplementedError)

@@ -371,7 +371,8 @@ class _OverlapCheck(TorchDispatchMode):
                     f"a view has its metadata changed in place: {func} resizes its out= tensor ({tuple(before)} -> "
                     f"{tuple(w.size())}), as eager resizes an empty out= tensor (its base keeps its shape, a "
                     "functional plan cannot): pass an out= tensor of the result's shape")
-        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor):
+        if (getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags) and args and isinstance(
+                args[0], torch.Tensor):  # t.squeeze_() changes t's own geometry: replayed too
             self._record_views(func, args, kwargs, out)
         return out
 

@@ -88,6 +88,11 @@ def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = N
       gives the rounding error of ``mean * rstd``, as eager does, not 0).
 
     f16/bf16 compute in f32."""
+    if not x.is_floating_point():  # eager's kernel refuses the dtype: its own error, from a tiny run
+        from torch.utils._python_dispatch import _disable_current_modes
+
+        with _disable_current_modes():
+            torch.native_layer_norm(torch.zeros(1, dtype=x.dtype), [1], None, None, eps)
     k = len(normalized_shape)
     torch._check(k >= 1 and x.dim() >= k and tuple(x.shape[x.dim() - k:]) == tuple(normalized_shape),
                  lambda: f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
