@@ -571,3 +571,12 @@ def test_layer_norm_of_an_integer_tensor_raises_like_eager():
     with pytest.raises(Exception, match="not implemented for 'Long'") as e:  # eager's error, as the cause
         satfuse.optimize(g, torch.tensor([0, 1, 2]))
     assert isinstance(e.value, NotImplementedError) or isinstance(e.value.__cause__, NotImplementedError)
+
+
+def test_add_of_a_number_and_an_integer_tensor_multiplies_alpha_in_the_result_dtype():
+    """``torch.add(0.5, t, alpha=2**31)`` on int32 ``t`` is float: eager multiplies by alpha in
+    float; the plan multiplied in int32, where 2**31 * 2 wraps to 0 (found by bench/fuzz.py,
+    optimize seed 9831 #3291)."""
+    t = torch.tensor([[2, -3]], dtype=torch.int32)
+    check_optimize(lambda t: torch.add(0.5, t, alpha=2**31), t)
+    check_optimize(lambda t: torch.sub(0.5, t, alpha=3), t)

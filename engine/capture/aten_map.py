@@ -146,6 +146,9 @@ def _times_alpha(b: Builder, x: Any, y: Any, alpha: Any) -> Any:
         calc = dtype_name(torch.result_type(*metas))
         if calc != y.type.dtype:
             y = b("cast", y, calc)
+    elif isinstance(y, Var) and isinstance(y.type, TensorType) and b.out_type is not None and \
+            b.out_type.dtype != y.type.dtype:
+        y = b("cast", y, b.out_type.dtype)  # a number x promotes too: add(0.5, i32, alpha=2**31) is float
     return b("mul", y, alpha)
 
 
