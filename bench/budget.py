@@ -15,13 +15,14 @@ extraction's seconds (its own 1 s limit) and the whole call's.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+
+from bench.child import run_child  # noqa: E402
 
 _CHILD = r'''
 import json, sys, time
@@ -53,17 +54,8 @@ print(json.dumps({"saturate": sat.seconds, "stop": [str(p.stop) for p in sat.pha
 
 
 def run_point(terms: int, seconds: float, timeout: float) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     pack = str(ROOT / "tests" / "rulepacks" / "cross.egg")
-    try:
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(terms), str(seconds), pack], capture_output=True,
-                             text=True, timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
-    if out.returncode != 0:
-        lines = (out.stderr or out.stdout).strip().splitlines()
-        return {"error": lines[-1][:120] if lines else f"exit {out.returncode}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, [str(terms), str(seconds), pack], timeout, {"OMP_NUM_THREADS": "1"})
 
 
 def main(argv: list[str] | None = None) -> int:

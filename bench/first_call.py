@@ -28,7 +28,6 @@ and a 10-op elementwise chain on [4096, 4096].
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if __package__ in (None, ""):
     sys.path.insert(0, str(ROOT))
 
+from bench.child import run_child  # noqa: E402
 from bench.progress import Progress  # noqa: E402
 
 CASES = ("ce", "adam", "adam-foreach", "gpt2")
@@ -162,20 +162,12 @@ print(json.dumps({"peak_mib": peak - before, "largest_mib": largest, "out_mib": 
 
 
 def _child(code: str, argv: list[str], timeout: float, cache: str | None = None) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "PYTHONPATH": str(ROOT)}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed satfuse has its bytecode, as torch has
+    env = {}
     if cache is not None:
-        env.update(TORCHINDUCTOR_FORCE_DISABLE_CACHES="1", TORCHINDUCTOR_CACHE_DIR=cache,
-                   TRITON_CACHE_DIR=os.path.join(cache, "triton"))
-    try:
-        out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=timeout,
-                             env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
-    if out.returncode != 0:
-        lines = (out.stderr or out.stdout).strip().splitlines()
-        return {"error": lines[-1][:160] if lines else f"exit {out.returncode}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+        env = {"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1", "TORCHINDUCTOR_CACHE_DIR": cache,
+               "TRITON_CACHE_DIR": os.path.join(cache, "triton")}
+    # an installed satfuse has its bytecode, as torch has
+    return run_child(code, argv, timeout, env, drop=("PYTHONDONTWRITEBYTECODE",))
 
 
 def first_call(cases: list[str], repeats: int, timeout: float) -> bool:

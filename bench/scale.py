@@ -17,14 +17,15 @@ log(total time) over log(ops) (1.0 is linear).
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if __package__ in (None, ""):
+    sys.path.insert(0, str(ROOT))
+
+from bench.child import run_child  # noqa: E402
 
 #: what each family's size parameter K gives, in captured ops per unit (measured on the traces)
 OPS_PER_UNIT = {"chain": 2.25, "adam": 16.0, "blocks": 52.0}
@@ -103,16 +104,7 @@ OWN = ("load", "encode", "saturate", "serialize", "extract", "decode", "lower")
 
 def run_point(family: str, ops: int, timeout: float) -> dict:
     k = max(1, round(ops / OPS_PER_UNIT[family]))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    try:
-        out = subprocess.run([sys.executable, "-c", _CHILD, family, str(k)], capture_output=True, text=True,
-                             timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout:.0f} s"}
-    if out.returncode != 0:
-        lines = (out.stderr or out.stdout).strip().splitlines()
-        return {"error": lines[-1][:120] if lines else f"exit {out.returncode}"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child(_CHILD, [family, str(k)], timeout, {"OMP_NUM_THREADS": "1"})
 
 
 def slope(points: list[tuple[float, float]]) -> float | None:
