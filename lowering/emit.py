@@ -30,7 +30,7 @@ from typing import Any, Callable
 import sympy
 import torch
 import torch.utils._sympy.functions as tsf
-from satfuse.engine.ir import DTYPES, INT_DTYPES, Extent, IRError, Node, ScalarType, TensorType, Var
+from satfuse.engine.ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, Extent, IRError, Node, ScalarType, TensorType, Var
 from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import BINARY, UNARY, meta_stand_in
 
@@ -427,6 +427,12 @@ class _Emitter:
         rank = len(self.shape[h])
         if rank == 0:
             hh = self.cast(h, ot.dtype)
+            if op == "sum" and ot.dtype in FLOAT_DTYPES | {"c64", "c128"}:
+                # a float sum starts from +0.0: the sum of a 0-d -0.0 is +0.0, not the element itself
+                calc = "f32" if ot.dtype in ("f16", "bf16") else ot.dtype
+                acc = self.new(self.fresh(f"{self.vn(out)}_acc"),
+                               f"fd.ops.add({self.cast(hh, calc)}, fd.define_scalar(0.0, dtype={dt(calc)}))", (), calc)
+                hh = self.cast(acc, ot.dtype)
             if hh == h:
                 hh = self.new(self.vn(out), f"fd.ops.set({h})", (), ot.dtype)
             self.h[id(out)] = hh

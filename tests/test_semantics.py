@@ -521,6 +521,23 @@ def test_sum_over_an_extent_1_dim_keeps_eagers_zero_sign():
     check_optimize(lambda i: i.unsqueeze(1).sum(1, keepdim=True), torch.tensor([[3, -4]]))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64,
+                                   torch.int32, torch.bool])
+def test_sum_of_a_0d_tensor_keeps_eagers_zero_sign(dtype):
+    """A float sum of a 0-d tensor is its element + 0.0 (eager's sum starts from +0.0): the 0-d
+    reduction was lowered as a copy, so ``b.mean().rsqrt()`` of -0.0 gave -inf where eager gives inf
+    (found by bench/fuzz.py, jit seed 9902 #1181)."""
+    b = torch.tensor(-0.0).to(dtype)
+    fns = [lambda b: b.sum(), lambda b: b.prod()]
+    if not dtype.is_complex:  # eager refuses amax of complex, and warns casting it to a real dtype
+        fns += [lambda b: b.sum(dtype=torch.float64), lambda b: b.amax()]
+    if dtype.is_floating_point:
+        fns += [lambda b: b.mean().rsqrt(), lambda b: b.nansum(), lambda b: b.mean(dtype=torch.float32)]
+    for fn in fns:
+        check_optimize(fn, b)
+        check_jit(fn, (b,), (torch.tensor(-2.5).to(dtype),))
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_reduced_precision_layer_norm_is_eagers_fused_multiply_add(dtype):
     """eager's f16/bf16 CPU layer_norm writes ``fma(x, rstd, -mean * rstd)``: a size-1 row is the
