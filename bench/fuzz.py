@@ -22,9 +22,11 @@ fresh copies of the inputs: output structure, dtype, shape, values (nan-aware, p
 tolerance), which outputs share storage with which inputs and outputs, every input's final
 value and shape; when eager raises, the plan must raise too (eager's exception type,
 optionally wrapped) with every input untouched. A floating value beyond tolerance still counts
-as equal when it is, element by element, no farther from a float64 run of the same program than
-eager's value is (PyTorch's accuracy criterion for compiled code: eager's CPU kernels round some
-low-precision ops twice, or accumulate in half precision); the summary counts these programs.
+as equal when it is no farther from a float64 run of the same program than eager's value is:
+element by element, or else as PyTorch's own accuracy checker for compiled code measures it
+(root-mean-square error over the tensor, at most 2x eager's, 3x for float16/bfloat16; eager's CPU
+kernels round some low-precision ops twice, accumulate in half precision, or are themselves far
+from exact where a program is ill-conditioned); the summary counts these programs.
 
 Outcomes: ``equal``; ``refused`` (a satfuse error naming an unsupported form, raised by
 ``optimize``/the first call before anything runs); ``dynamo`` (``--mode compile`` only: the
@@ -765,10 +767,14 @@ def _widened(xs: list[Any]) -> list[Any] | None:
 
 
 def _as_accurate(got: Any, want: Any, ref: Any) -> bool:
-    """The plan's value is, element by element, no farther from the float64 run's than eager's
-    (beyond the dtype's tolerance): the criterion PyTorch's own accuracy checker applies to
-    compiled code (``torch._dynamo.utils.same`` with ``fp64_ref``). It accepts a plan that
-    rounds once where eager's CPU kernel rounds twice, never one farther from the exact value."""
+    """The plan's value is no farther from the float64 run's than eager's (beyond the dtype's
+    tolerance). First element by element; failing that, as PyTorch's own accuracy checker for
+    compiled code measures it (``torch._dynamo.utils.same`` with ``fp64_ref``: the root-mean-square
+    error over the tensor) with its multipliers (2, and 3 for float16/bfloat16, without its extra
+    leniency for small tensors), and every element the plan makes non-finite or nan non-finite in
+    eager's value too. The second form is for
+    ill-conditioned programs (``fmod`` by a gelu of -2e-05) where eager's own error is large and
+    which of two noisy values lies closer is a coin toss per element."""
     if not all(isinstance(t, torch.Tensor) for t in (got, want, ref)) or ref.shape != want.shape:
         return False
     if not (want.is_floating_point() or want.is_complex()) or ref.is_complex() != want.is_complex():
@@ -782,7 +788,15 @@ def _as_accurate(got: Any, want: Any, ref: Any) -> bool:
 
     rtol, atol = TOL.get(want.dtype, (0, 0))
     slack = atol + rtol * r.abs().double().nan_to_num(nan=0.0, posinf=0.0)
-    return bool((err(g) <= err(w) + slack).all())
+    eg, ew = err(g), err(w)
+    if bool((eg <= ew + slack).all()):
+        return True
+    if bool((eg.isinf() & ~ew.isinf()).any()):
+        return False
+    finite = ~ew.isinf()
+    multiplier = 3.0 if want.dtype in (torch.float16, torch.bfloat16) else 2.0
+    rms = [float(e[finite].square().mean().sqrt()) for e in (eg, ew)]
+    return not bool(finite.any()) or rms[0] <= multiplier * rms[1]
 
 
 def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Callable) -> bool:

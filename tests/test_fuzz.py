@@ -109,3 +109,20 @@ def test_float64_reference_keeps_the_inputs_memory_sharing() -> None:
     assert wb.tolist() == [3.0, 4.0, 4.0, 5.0]  # overlapping views stay overlapping
     assert fuzz._widened([base, base.view(torch.int32)]) is None  # one storage, two dtypes
     assert fuzz._widened([base.view(torch.int32), base]) is None
+
+
+def test_float64_criterion_in_rms_for_ill_conditioned_values() -> None:
+    """Where eager is itself far from the float64 run (``fmod`` by a gelu of -2e-05), which of two
+    noisy values is closer varies per element: the tensor counts as equal when its root-mean-square
+    error is at most twice eager's (PyTorch's accuracy checker), never when it is worse than that
+    or non-finite where eager is finite."""
+    import torch
+
+    ref = torch.tensor([0.0, 0.0, 0.0, 0.0], dtype=torch.float64)
+    eager = torch.tensor([1e-3, 1e-3, 0.0, 0.0])
+    plan = torch.tensor([0.0, 1.5e-3, 1e-3, 0.0])  # worse on two elements, 1.29x in rms
+    assert fuzz._as_accurate(plan, eager, ref)
+    assert not fuzz._as_accurate(plan * 2, eager, ref)  # 2.6x
+    assert not fuzz._as_accurate(torch.tensor([0.0, 0.0, 0.0, float("inf")]), eager, ref)
+    # float16 gets PyTorch's multiplier of 3
+    assert fuzz._as_accurate((plan * 2).half(), eager.half(), ref)
