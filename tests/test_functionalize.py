@@ -899,3 +899,45 @@ def test_copy_onto_itself_after_an_in_place_view_op_is_nothing():
         return b * 2
 
     _differential(f, [torch.randn(2, 2, 2)], _optimize)
+
+
+def test_in_place_view_op_geometry_is_eagers_before_the_op():
+    """``c.unsqueeze_(-1)`` then a write through ``c.view(c.shape)`` onto ``c``: the geometry table
+    replayed ``unsqueeze_`` on c's geometry from after the op, giving (1, 1) where eager has (1,),
+    so the overlap check raised eager's overlap error where eager accepts (found by bench/fuzz.py,
+    optimize seed 9831 #2200)."""
+
+    def f(x):
+        a = x * 2
+        a.unsqueeze_(0).unsqueeze_(-1)
+        b = a.view(a.shape)
+        b.mul_(a)
+        c = x.sum()
+        c.unsqueeze_(-1)
+        c.view(c.shape).add_(c)
+        return a, b, c
+
+    for make in (_optimize, _jit):  # (Dynamo's own fake run mis-shapes ``unsqueeze_`` chains)
+        _differential(f, [torch.tensor([1.0, 2.0, 3.0])], make)
+
+
+def test_pointwise_out_into_a_tensor_of_another_layout_keeps_its_strides():
+    """``torch.logical_or(t2, t2, out=t3)`` with ``t2`` permuted and ``t3`` contiguous: eager keeps
+    t3's strides; functionalization swapped in the result's permuted value while the wrapper kept
+    t3's, and ``t3.reshape(-1)`` was traced as a view the value cannot take (found by
+    bench/fuzz.py, optimize seed 9831 #1846). A pointwise out= is now ``t3.copy_(op(...))``."""
+
+    def f(c):
+        t2 = c[1:]
+        t3 = t2 * 0
+        torch.logical_or(t2, t2, out=t3)
+        t3.reshape(-1).zero_()
+        torch.add(t2, 1.0, out=t3)
+        t3.reshape(-1)[1:3] = 5
+        return c, t3
+
+    c = torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 0.0]]).permute(1, 0)
+    for make in (_optimize, _jit, _compile):
+        _differential(f, [c], make)
+    with pytest.raises(RuntimeError, match="can't be cast"):  # eager's out= dtype refusal is kept
+        satfuse.optimize(lambda a, o: torch.add(a, 1.5, out=o), torch.ones(2), torch.zeros(2, dtype=torch.int64))

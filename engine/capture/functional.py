@@ -20,6 +20,7 @@ corrupt each other and every later ``torch.compile``. :data:`TRACING` serializes
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
 from dataclasses import dataclass
@@ -364,6 +365,10 @@ class _OverlapCheck(TorchDispatchMode):
                             "reproduce): clone() the operand before the in-place op")
         views = [(w, w.size()) for w in written if w._base is not None] if schema is not None and \
             schema.is_mutable and torch.Tag.inplace_view not in func.tags else []
+        # an in-place view op (``a.unsqueeze_(-1)``) has changed ``a`` once it returns: eager's
+        # geometry it replays on is the one from before
+        before_op = self._eager_geometry(args[0]) if torch.Tag.inplace_view in func.tags and args and \
+            isinstance(args[0], torch.Tensor) else None
         out = with_eager_check(func)(*args, **kwargs)
         for w, before in views:
             if _resized(before, w.size()):
@@ -373,7 +378,7 @@ class _OverlapCheck(TorchDispatchMode):
                     "functional plan cannot): pass an out= tensor of the result's shape")
         if (getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags) and args and isinstance(
                 args[0], torch.Tensor):  # t.squeeze_() changes t's own geometry: replayed too
-            self._record_views(func, args, kwargs, out)
+            self._record_views(func, args, kwargs, out, before_op)
         return out
 
     # Functionalization rebuilds a view of a written tensor from its new value, with that value's
@@ -389,17 +394,25 @@ class _OverlapCheck(TorchDispatchMode):
         _EAGER_VIEWS.table = None
         super().__exit__(*exc)
 
-    def _record_views(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+    @staticmethod
+    def _eager_geometry(x: torch.Tensor) -> tuple[list[int], list[int], int] | None:
+        try:
+            return _geometry(x, specialize=False)
+        except (TypeError, ValueError):
+            return None  # symbolic: functionalization's geometry is all there is
+
+    def _record_views(self, func: Any, args: tuple, kwargs: dict, out: Any,
+                      geometry: tuple[list[int], list[int], int] | None = None) -> None:
         from torch.utils._python_dispatch import _disable_current_modes
 
         leaves = pytree.tree_leaves((args[1:], kwargs))
         if any(isinstance(x, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
             return
         x = args[0]
-        try:
-            sz, st, off = _geometry(x, specialize=False)
-        except (TypeError, ValueError):
-            return  # symbolic: functionalization's geometry is all there is
+        geometry = geometry if torch.Tag.inplace_view in func.tags else self._eager_geometry(x)
+        if geometry is None:
+            return
+        sz, st, off = geometry
         need = off + (sum((n - 1) * t for n, t in zip(sz, st)) + 1 if all(sz) else 0)
         try:
             with _disable_current_modes(), torch._C._DisablePythonDispatcher():  # eager's C++ view kernels
@@ -656,6 +669,9 @@ class EagerRewrites(TorchDispatchMode):
                         "the end: functionalization's inverse (unfold_backward) sums overlapping windows and zeroes "
                         "what no window covers, so no plan follows eager's loop order: clone() the windows, or use "
                         "slices")
+            twin = _pointwise_into_out(func, args, kwargs)
+            if twin is not None:
+                return twin
             return _in_eagers_dtype(func, args, kwargs)
         out = func(*args, **kwargs)
         if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
@@ -689,6 +705,50 @@ def _in_eagers_dtype(func: Any, args: tuple, kwargs: dict) -> Any:
                 or probe_kernel(func, args, kwargs) != args[0].dtype):
             raise
         return args[0].copy_(functional(*args, **kwargs).to(args[0].dtype))
+
+
+def _pointwise_into_out(func: Any, args: tuple, kwargs: dict) -> Any:
+    """A pointwise ``op(..., out=t)`` as ``t.copy_(op(...))``, or None where that is not eager's
+    meaning. Functionalization swaps ``t``'s value for the op's result, whose strides follow the
+    operands' layout (permuted operands give a permuted result), while the Python wrapper keeps
+    ``t``'s strides: a later ``t.reshape(-1)`` is then traced as a view the value cannot take.
+    ``copy_`` keeps ``t``'s layout, as eager's ``out=`` does. Only where eager's out= kernel does
+    what ``copy_`` does: ``t`` already has the result's shape (no resize), the result's dtype casts
+    to ``t``'s (else eager's refusal), and ``t`` shares no memory with an operand (else eager's
+    overlap checks)."""
+    twin = _functional_twin(func)
+    if twin is None:
+        return None
+    outs = [kwargs[a.name] for a in func._schema.arguments if a.is_out and a.name in kwargs]
+    if len(outs) != 1 or not isinstance(outs[0], torch.Tensor) or _internal_overlap(outs[0]):
+        return None
+    out = outs[0]
+    operands = [t for t in pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if v is not out}))
+                if isinstance(t, torch.Tensor)]
+    if any(_same_storage(t, out) for t in operands):
+        return None
+    res = twin(*args, **{k: v for k, v in kwargs.items() if v is not out})
+    if not isinstance(res, torch.Tensor) or list(res.shape) != list(out.shape) or not torch.can_cast(
+            res.dtype, out.dtype):
+        return None
+    return out.copy_(res)
+
+
+@functools.cache
+def _functional_twin(func: Any) -> Any:
+    """The functional overload of a pointwise ``out=`` overload (``logical_or.out`` ->
+    ``logical_or.default``): same arguments less the out ones, nothing written; None if none."""
+    schema = func._schema
+    if torch.Tag.pointwise not in func.tags or not any(a.is_out for a in schema.arguments):
+        return None
+    want = [(a.name, str(a.type)) for a in schema.arguments if not a.is_out]
+    packet = func._overloadpacket
+    for name in packet.overloads():
+        cand = getattr(packet, name)
+        cs = cand._schema
+        if not cs.is_mutable and [(a.name, str(a.type)) for a in cs.arguments] == want:
+            return cand
+    return None
 
 
 def _empty_write(func: Any, args: tuple, kwargs: dict) -> Any:
