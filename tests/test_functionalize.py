@@ -936,8 +936,15 @@ def test_pointwise_out_into_a_tensor_of_another_layout_keeps_its_strides():
         t3.reshape(-1)[1:3] = 5
         return c, t3
 
+    def g(i, o):  # a unary op computes in the out dtype's rules: the out= kernel itself still runs
+        torch.sin(i, out=o)
+        o.reshape(-1)[::2] = 0.5
+        return o * 2
+
     c = torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 0.0], [4.0, 0.0, 0.0]]).permute(1, 0)
+    i = torch.tensor([[1, 2, 3], [4, 5, 6]]).t()
     for make in (_optimize, _jit, _compile):
         _differential(f, [c], make)
+        _differential(g, [i, torch.zeros(3, 2, dtype=torch.float64)], make)
     with pytest.raises(RuntimeError, match="can't be cast"):  # eager's out= dtype refusal is kept
         satfuse.optimize(lambda a, o: torch.add(a, 1.5, out=o), torch.ones(2), torch.zeros(2, dtype=torch.int64))

@@ -20,7 +20,6 @@ corrupt each other and every later ``torch.compile``. :data:`TRACING` serializes
 
 from __future__ import annotations
 
-import functools
 import threading
 import warnings
 from dataclasses import dataclass
@@ -708,47 +707,33 @@ def _in_eagers_dtype(func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def _pointwise_into_out(func: Any, args: tuple, kwargs: dict) -> Any:
-    """A pointwise ``op(..., out=t)`` as ``t.copy_(op(...))``, or None where that is not eager's
-    meaning. Functionalization swaps ``t``'s value for the op's result, whose strides follow the
-    operands' layout (permuted operands give a permuted result), while the Python wrapper keeps
-    ``t``'s strides: a later ``t.reshape(-1)`` is then traced as a view the value cannot take.
-    ``copy_`` keeps ``t``'s layout, as eager's ``out=`` does. Only where eager's out= kernel does
-    what ``copy_`` does: ``t`` already has the result's shape (no resize), the result's dtype casts
-    to ``t``'s (else eager's refusal), and ``t`` shares no memory with an operand (else eager's
-    overlap checks)."""
-    twin = _functional_twin(func)
-    if twin is None:
+    """A pointwise ``op(..., out=t)`` as ``op(..., out=fresh); t.copy_(fresh)``, with ``fresh`` a
+    new tensor like ``t``; None where that is not eager's meaning. Functionalization swaps ``t``'s
+    value for the op's result, whose strides follow the operands' layout (permuted operands give a
+    permuted result), while the Python wrapper keeps ``t``'s strides: a later ``t.reshape(-1)`` is
+    then traced as a view the value cannot take. ``copy_`` keeps ``t``'s layout, as eager's out=
+    does, and ``fresh`` keeps the out= kernel's dtype rules (a unary op computes in the out dtype,
+    its refusals). Only where ``t`` has the operands' broadcast shape (no resize) and shares no
+    memory with an operand (eager's overlap checks see the op as it is)."""
+    if torch.Tag.pointwise not in func.tags:
         return None
-    outs = [kwargs[a.name] for a in func._schema.arguments if a.is_out and a.name in kwargs]
-    if len(outs) != 1 or not isinstance(outs[0], torch.Tensor) or _internal_overlap(outs[0]):
+    names = [a.name for a in func._schema.arguments if a.is_out and a.name in kwargs]
+    if len(names) != 1 or not isinstance(kwargs[names[0]], torch.Tensor):
         return None
-    out = outs[0]
-    operands = [t for t in pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if v is not out}))
+    out = kwargs[names[0]]
+    operands = [t for t in pytree.tree_leaves((args, {k: v for k, v in kwargs.items() if k != names[0]}))
                 if isinstance(t, torch.Tensor)]
-    if any(_same_storage(t, out) for t in operands):
+    if not operands or _internal_overlap(out) or any(_same_storage(t, out) for t in operands):
         return None
-    res = twin(*args, **{k: v for k, v in kwargs.items() if v is not out})
-    if not isinstance(res, torch.Tensor) or list(res.shape) != list(out.shape) or not torch.can_cast(
-            res.dtype, out.dtype):
+    try:
+        shape = torch.broadcast_shapes(*[t.shape for t in operands])
+    except RuntimeError:
+        return None  # eager's own error, from the op as it is
+    if _resized(shape, out.shape):
         return None
-    return out.copy_(res)
-
-
-@functools.cache
-def _functional_twin(func: Any) -> Any:
-    """The functional overload of a pointwise ``out=`` overload (``logical_or.out`` ->
-    ``logical_or.default``): same arguments less the out ones, nothing written; None if none."""
-    schema = func._schema
-    if torch.Tag.pointwise not in func.tags or not any(a.is_out for a in schema.arguments):
-        return None
-    want = [(a.name, str(a.type)) for a in schema.arguments if not a.is_out]
-    packet = func._overloadpacket
-    for name in packet.overloads():
-        cand = getattr(packet, name)
-        cs = cand._schema
-        if not cs.is_mutable and [(a.name, str(a.type)) for a in cs.arguments] == want:
-            return cand
-    return None
+    fresh = torch.empty_like(out)
+    func(*args, **{**kwargs, names[0]: fresh})
+    return out.copy_(fresh)
 
 
 def _empty_write(func: Any, args: tuple, kwargs: dict) -> Any:
