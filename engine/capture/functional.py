@@ -32,6 +32,7 @@ from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch._aot_autograd.functional_utils import from_fun, has_data_mutation, to_fun
 from torch._functorch._aot_autograd.utils import _get_autocast_states
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+from torch.fx._lazy_graph_module import _use_lazy_graph_module
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -103,7 +104,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
     :class:`SelfOverlapError` where eager would refuse a write, and ``MetadataMutationError`` for an
     in-place metadata change of an input (``x.t_()``), which a plan cannot reproduce on the caller's
     tensor."""
-    check = _OverlapCheck()
+    check = EagerRewrites()
     found: list[tuple[list[_InputMutation], list[Any], list[Any]]] = []
 
     def run(*args: Any) -> list[Any]:
@@ -113,7 +114,8 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
             f_args = [to_fun(a) if isinstance(a, torch.Tensor) else a for a in args]
             autocast = _get_autocast_states()
-            with check, EagerRewrites(f_args):
+            check.track_inputs(f_args)
+            with check:
                 outs = flat_fn(*f_args)
             if autocast != _get_autocast_states():
                 raise RuntimeError("the program changes the autocast state (enters an autocast context it does "
@@ -126,10 +128,11 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
                     before.copy_(from_fun(after))
         return [from_fun(o) if isinstance(o, torch.Tensor) else o for o in outs]
 
-    # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index)
+    # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index);
+    # a lazy GraphModule: capture reads the graph, never its Python code (generated on first use only)
     try:
         with enable_python_dispatcher(), FunctionalTensorMode(_allow_token_discovery=True), \
-                fx_traceback.preserve_node_meta():
+                fx_traceback.preserve_node_meta(), _use_lazy_graph_module(True):
             gm = make_fx(run, tracing_mode="real", decomposition_table=decompositions)(*fakes)
     except (EagerError, OrderDependentWriteError, MetadataMutationError, OverlappingInputWriteError):
         raise
@@ -320,10 +323,14 @@ class _OverlapCheck(TorchDispatchMode):
     wrote = False  # the program wrote some tensor in place (or through out=)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
+        return self._checked(func, args, kwargs or {})
+
+    def _checked(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """``func(*args, **kwargs)`` (on the modes below this one) after eager's checks."""
         probe_kernel(func, args, kwargs)
-        schema = getattr(func, "_schema", None)
-        if schema is not None and schema.is_mutable and torch.Tag.inplace_view not in func.tags:
+        writes = _writes(func)
+        if writes:
+            schema = func._schema
             self.wrote = True
             _check_inplace_broadcast(func, args)
             written, read = [], []
@@ -362,8 +369,7 @@ class _OverlapCheck(TorchDispatchMode):
                             f"{func} reads a tensor that overlaps the tensor it writes element by element in another "
                             "layout (eager's result then depends on its loop order, which a functional plan cannot "
                             "reproduce): clone() the operand before the in-place op")
-        views = [(w, w.size()) for w in written if w._base is not None] if schema is not None and \
-            schema.is_mutable and torch.Tag.inplace_view not in func.tags else []
+        views = [(w, w.size()) for w in written if w._base is not None] if writes else []
         # an in-place view op (``a.unsqueeze_(-1)``) has changed ``a`` once it returns: eager's
         # geometry it replays on is the one from before
         before_op = self._eager_geometry(args[0]) if torch.Tag.inplace_view in func.tags and args and \
@@ -375,8 +381,7 @@ class _OverlapCheck(TorchDispatchMode):
                     f"a view has its metadata changed in place: {func} resizes its out= tensor ({tuple(before)} -> "
                     f"{tuple(w.size())}), as eager resizes an empty out= tensor (its base keeps its shape, a "
                     "functional plan cannot): pass an out= tensor of the result's shape")
-        if (getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags) and args and isinstance(
-                args[0], torch.Tensor):  # t.squeeze_() changes t's own geometry: replayed too
+        if _views(func) and args and isinstance(args[0], torch.Tensor):  # t.squeeze_() changes t's own geometry
             self._record_views(func, args, kwargs, out, before_op)
         return out
 
@@ -580,7 +585,7 @@ def _overlapping_input_written(i: int) -> str:
             "values: pass a tensor that does not overlap itself (clone() it)")
 
 
-class EagerRewrites(TorchDispatchMode):
+class EagerRewrites(_OverlapCheck):
     """Ops whose functionalized form would mean something else than eager's, traced as what eager
     does (sits above functionalization in both passes):
 
@@ -596,7 +601,12 @@ class EagerRewrites(TorchDispatchMode):
     - ``dst.copy_(src)`` where ``src`` is ``dst``'s own memory at the same geometry and dtype is
       nothing (eager's ``copy_`` returns early), even where ``dst`` holds an element twice.
     - an op whose meta kernel promotes to another dtype than eager's kernel (``pow(bool, False)``
-      is bool in eager, int64 on meta) is cast to eager's dtype (``eager_checks.probe_kernel``)."""
+      is bool in eager, int64 on meta) is cast to eager's dtype (``eager_checks.probe_kernel``).
+
+    One dispatch layer with :class:`_OverlapCheck` (a Python mode costs every op of a capture its
+    own dispatch): what an op becomes here, the op itself or the ops of its rewrite, is checked
+    as if the overlap checks sat below (``_checked``; ops a rewrite calls go through
+    :class:`_CheckedCalls`)."""
 
     def __init__(self, inputs: Sequence[Any] = ()) -> None:
         super().__init__()
@@ -605,25 +615,30 @@ class EagerRewrites(TorchDispatchMode):
         # write made capture quadratic in the inputs of an optimizer step), with their argument positions;
         # an input whose storage changes (``set_``) is refused as a metadata change after the run
         self.inputs: dict[int, list[tuple[int, torch.Tensor]]] = {}
+        self.track_inputs(inputs)
+        self.written: set[int] = set()  # the storages in ``inputs`` that the program wrote
+        self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
+
+    def track_inputs(self, inputs: Sequence[Any]) -> None:
+        """The program's inputs (functional wrappers), looked up by storage."""
         for i, x in enumerate(inputs):
             if isinstance(x, torch.Tensor):
                 self.inputs.setdefault(_storage_id(x), []).append((i, x))
-        self.written: set[int] = set()  # the storages in ``inputs`` that the program wrote
-        self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         if func in _FILLS and type(args[-1]) is complex and not args[0].is_complex():
             args = (*args[:-1], _converted_fill(args[0].dtype, args[-1]))  # as eager's kernel converts it
         if func is torch.ops.aten.unfold.default and not kwargs:
-            views = _unfold_views(*args)
+            with _CheckedCalls(self):
+                views = _unfold_views(*args)
             if views is not None:
                 return views
-            out = func(*args, **kwargs)
+            out = self._checked(func, args, kwargs)
             self.gapped[id(out)] = out
             return out
         if func is torch.ops.aten.as_strided.default:
-            out = func(*args, **kwargs)  # eager's own refusal (a view past the storage) comes first
+            out = self._checked(func, args, kwargs)  # eager's own refusal (a view past the storage) comes first
             base = _storage_id(args[0])
             if base not in self.inputs:
                 raise OrderDependentWriteError(
@@ -644,7 +659,7 @@ class EagerRewrites(TorchDispatchMode):
             return out
         if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
             return args[0]
-        if func._schema.is_mutable and torch.Tag.inplace_view not in func.tags:
+        if _writes(func):
             nothing = _empty_write(func, args, kwargs)
             if nothing is not None:
                 return nothing
@@ -668,11 +683,12 @@ class EagerRewrites(TorchDispatchMode):
                         "the end: functionalization's inverse (unfold_backward) sums overlapping windows and zeroes "
                         "what no window covers, so no plan follows eager's loop order: clone() the windows, or use "
                         "slices")
-            twin = _pointwise_into_out(func, args, kwargs)
+            with _CheckedCalls(self):
+                twin = _pointwise_into_out(func, args, kwargs)
             if twin is not None:
                 return twin
-            return _in_eagers_dtype(func, args, kwargs)
-        out = func(*args, **kwargs)
+            return self._in_eagers_dtype(func, args, kwargs)
+        out = self._checked(func, args, kwargs)
         if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
                 out, torch.Tensor) and (id(args[0]) in self.spread or _holds_an_element_twice(out)):
             self.spread[id(out)] = out
@@ -680,8 +696,59 @@ class EagerRewrites(TorchDispatchMode):
                 type(a) in (bool, int, float, complex) for a in args):  # promotion with a number operand
             eager_dtype = probe_kernel(func, args, kwargs)  # cached per dtypes: run once in the first pass
             if eager_dtype is not None and out.dtype != eager_dtype:
-                out = out.to(eager_dtype)
+                with _CheckedCalls(self):
+                    out = out.to(eager_dtype)
         return out
+
+    def _in_eagers_dtype(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A write op as it is; where its meta kernel promotes past the target's dtype and so refuses
+        the cast while eager's kernel accepts it (``bool_t.pow_(True)``: int64 on meta, bool in eager),
+        the out-of-place op cast to eager's dtype and copied in."""
+        try:
+            return self._checked(func, args, kwargs)
+        except RuntimeError as e:
+            name = func._overloadpacket.__name__
+            functional = getattr(torch, name[:-1], None) if name.endswith("_") else None
+            if ("can't be cast" not in str(e) or functional is None or torch.Tag.pointwise not in func.tags
+                    or probe_kernel(func, args, kwargs) != args[0].dtype):
+                raise
+            with _CheckedCalls(self):
+                return args[0].copy_(functional(*args, **kwargs).to(args[0].dtype))
+
+
+class _CheckedCalls(TorchDispatchMode):
+    """The ops an :class:`EagerRewrites` rewrite calls, through its overlap checks (as when the
+    checks were a mode of their own below it)."""
+
+    def __init__(self, owner: _OverlapCheck) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        return self.owner._checked(func, args, kwargs or {})
+
+
+#: per op: it writes a tensor argument's data (a mutable schema that is not an in-place view op)
+_WRITES: dict[Any, bool] = {}
+#: per op: it makes a view, or changes a tensor's own geometry in place (``squeeze_``)
+_VIEWS: dict[Any, bool] = {}
+
+
+def _writes(func: Any) -> bool:
+    hit = _WRITES.get(func)
+    if hit is None:
+        schema = getattr(func, "_schema", None)
+        hit = _WRITES[func] = bool(schema is not None and schema.is_mutable and torch.Tag.inplace_view not in func.tags)
+    return hit
+
+
+def _views(func: Any) -> bool:
+    hit = _VIEWS.get(func)
+    if hit is None:
+        hit = _VIEWS[func] = bool(getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags)
+    return hit
+
+
 
 
 def _resized(before: Sequence[Any], after: Sequence[Any]) -> bool:
@@ -689,21 +756,6 @@ def _resized(before: Sequence[Any], after: Sequence[Any]) -> bool:
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     return len(before) != len(after) or any(not statically_known_true(a == b) for a, b in zip(before, after))
-
-
-def _in_eagers_dtype(func: Any, args: tuple, kwargs: dict) -> Any:
-    """A write op as it is; where its meta kernel promotes past the target's dtype and so refuses
-    the cast while eager's kernel accepts it (``bool_t.pow_(True)``: int64 on meta, bool in eager),
-    the out-of-place op cast to eager's dtype and copied in."""
-    try:
-        return func(*args, **kwargs)
-    except RuntimeError as e:
-        name = func._overloadpacket.__name__
-        functional = getattr(torch, name[:-1], None) if name.endswith("_") else None
-        if ("can't be cast" not in str(e) or functional is None or torch.Tag.pointwise not in func.tags
-                or probe_kernel(func, args, kwargs) != args[0].dtype):
-            raise
-        return args[0].copy_(functional(*args, **kwargs).to(args[0].dtype))
 
 
 def _pointwise_into_out(func: Any, args: tuple, kwargs: dict) -> Any:
