@@ -193,3 +193,15 @@ def test_eager_conversions_fake_kernels_refuse():
     with pytest.raises(CaptureError, match="cannot have a plan") as e:
         satfuse.optimize(unfold_write, torch.tensor([False]).expand(3))
     assert refused_as_listed(e.value) is not None
+
+
+def test_static_capture_of_a_data_dependent_extent_traces_again_with_a_shape_env():
+    """A static capture first traces without a ShapeEnv (symbolic-shape bookkeeping costs every
+    op); ``nonzero``'s extent needs a symbol, so that program is traced again with one: its extent
+    is symbolic as before, and the trace computes eager's result."""
+    x = torch.tensor([1.0, -1.0, 2.0, 0.0, 3.0])
+    tr = capture(lambda x: torch.nonzero(x > 0), x).trace
+    assert tr.nodes[-1].op == "aten.nonzero.default"
+    assert isinstance(tr.outputs[0].type.shape[0], sympy.Expr) and not tr.outputs[0].type.shape[0].is_number
+    got, _ = run_trace(tr, [x])
+    assert torch.equal(got[0], torch.nonzero(x > 0))

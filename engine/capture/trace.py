@@ -1,7 +1,8 @@
 """Capture: torch program -> Trace (the entry point).
 
 The function is traced on fake tensors (never real ones: a traced in-place op must not
-touch the caller's data) under a ShapeEnv we own, functionalized (``functional.py``: views
+touch the caller's data) under a ShapeEnv we own (a static capture without one, unless the
+program needs a symbol), functionalized (``functional.py``: views
 and in-place ops become functional ops plus one write-back per mutated input, with eager's
 aliasing metadata), with a small decomposition table of our own choosing; the graph is then
 converted op by op (``convert.py``), and the ShapeEnv's assumptions become guards
@@ -194,15 +195,31 @@ class _SpecializeFloats(Exception):
 def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: bool | Sequence[Any],
              name: str | None, fixed_floats: set[int] | None) -> Captured:
     """``fixed_floats``: leaf positions of dynamic floats that are guarded constants all the same
-    (None: every float is)."""
+    (None: every float is).
+
+    A static capture (no dynamic argument) first traces without a ShapeEnv: every extent is an
+    int, and symbolic-shape bookkeeping costs every op of the trace. Only a program that needs a
+    symbol fails there (``.item()``, ``nonzero``: data-dependent extents); every failure is traced
+    again with a ShapeEnv, which decides it as before (the same verdicts and messages)."""
+    t0 = time.perf_counter()
+    if not _dynamic_leaves(example_inputs, example_kwargs, dynamic):
+        try:
+            return _traced(fn, example_inputs, example_kwargs, dynamic, name, fixed_floats, None, t0)
+        except Exception as e:  # noqa: BLE001 - decided by the capture with a ShapeEnv below
+            log.capture.debug("capture without a ShapeEnv failed (%s: %s): tracing again with one", type(e).__name__,
+                              e)
+    return _traced(fn, example_inputs, example_kwargs, dynamic, name, fixed_floats, ShapeEnv(duck_shape=False), t0)
+
+
+def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: bool | Sequence[Any],
+            name: str | None, fixed_floats: set[int] | None, shape_env: ShapeEnv | None, t0: float) -> Captured:
+    """One capture, under ``shape_env`` (None: static fake tensors only, no symbols)."""
     from torch._dynamo.source import FloatTensorSource, LocalSource
 
-    t0 = time.perf_counter()
     leaves, in_spec = pytree.tree_flatten((example_inputs, example_kwargs))
     positions = [i for i, x in enumerate(leaves) if isinstance(x, (torch.Tensor, int, float, bool))]
     dyn_leaves = _dynamic_leaves(example_inputs, example_kwargs, dynamic)
     arg_names = _leaf_names(fn, example_inputs, leaves, positions)
-    shape_env = ShapeEnv(duck_shape=False)
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=False)
     fakes: list[Any] = []
     float_syms: dict[int, Any] = {}  # leaf position -> the float's symbol, for floats traced as 0-d tensors
@@ -210,7 +227,9 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
         x = leaves[pos]
         dyn = pos in dyn_leaves
         src = LocalSource(arg_names[k])
-        if isinstance(x, torch.Tensor):
+        if isinstance(x, torch.Tensor) and shape_env is None:
+            fakes.append(mode.from_tensor(x))
+        elif isinstance(x, torch.Tensor):
             ctx = StatelessSymbolicContext(
                 dynamic_sizes=[DimDynamic.DYNAMIC if dyn else DimDynamic.STATIC] * x.dim(),
                 constraint_sizes=[None] * x.dim(),
@@ -255,6 +274,7 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
     except Exception as e:  # torch raises many kinds; say where it came from
         raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
                            f"{type(e).__name__}: {e}{_REAL_TENSOR_HINT if 'FakeTensor' in str(e) else ''}") from e
+    shape_env = shape_env or ShapeEnv(duck_shape=False)  # static: no symbol, no guard
     conv = Converter(fg.gm, arg_names, leaves, positions, shape_env, fg.output_aliases)
     trace = conv.run()
     trace.guards = list(trace.guards) + range_guards(shape_env, conv.symbols, trace)
