@@ -183,3 +183,24 @@ def test_out_resizing_an_input_runs_eagerly():
         return t0
 
     check_jit(f, (torch.ones(0), torch.ones(0, dtype=torch.int64), torch.ones(0, 0, dtype=torch.int64)))
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_out_resizing_an_input_of_symbolic_shape_runs_eagerly():
+    """``out=`` into an input whose symbolic shape is not the result's: eager resizes it;
+    functionalization resizes the input's value but not its wrapper, whose metadata capture read,
+    so the plan broadcast the (1, 1) result into the caller's (3, 3) tensor (found by
+    bench/fuzz.py, jit seed 9902 #8527). Capture refuses as listed; jit runs such calls eagerly."""
+
+    def f(a, b):
+        torch.log2(a, out=b)
+        return a
+
+    def g(x, b):
+        torch.add(x, 1, out=b)
+        return b * 2
+
+    check_jit(f, (torch.ones(1, 1, dtype=torch.bool), torch.zeros(3, 3, dtype=torch.float64)),
+              (torch.zeros(1, 1, dtype=torch.bool), torch.zeros(4, 5, dtype=torch.float64)))
+    check_jit(g, (torch.randn(2, 3), torch.zeros(4, 5)), (torch.randn(3, 2), torch.zeros(2, 7)),
+              (torch.randn(3, 2), torch.zeros(3, 2)))

@@ -185,6 +185,10 @@ def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence
                 f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
                 "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
                 "out-of-place form (x = x.t()) and return it")
+        value = torch._from_functional_tensor(f_arg.elem)
+        if _resized(arg.size(), value.size()):
+            # functionalization resizes the value, not the wrapper (which has_metadata_mutation reads)
+            raise MetadataMutationError(_resized_input(i, arg.size(), value.size()))
         writes = has_data_mutation(f_arg)
         out.append(_InputMutation(writes, writes))
     for i, m in enumerate(out):
@@ -267,12 +271,15 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
             del env.guards[n_guards:]
     for i, (before, f) in enumerate(zip(sizes, fakes)):
         if before is not None and _resized(before, f.size()):
-            raise MetadataMutationError(
-                f"input #{i} has its metadata changed in place: an out= op resizes it ({tuple(before)} -> "
-                f"{tuple(f.size())}), as eager resizes an out= tensor of another shape: a plan cannot change the "
-                "caller's tensor's shape; pass an out= tensor of the result's shape, or use the out-of-place form "
-                "and return it")
+            raise MetadataMutationError(_resized_input(i, before, f.size()))
     return outs
+
+
+def _resized_input(i: int, before: Sequence[Any], after: Sequence[Any]) -> str:
+    return (f"input #{i} has its metadata changed in place: an out= op resizes it ({tuple(before)} -> "
+            f"{tuple(after)}), as eager resizes an out= tensor of another shape: a plan cannot change the "
+            "caller's tensor's shape; pass an out= tensor of the result's shape, or use the out-of-place form "
+            "and return it")
 
 
 def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None:
