@@ -240,3 +240,19 @@ def test_two_failing_index_ops_raise_in_program_order(index_first):
     with pytest.raises(want) as got:
         plan(*bad)
     assert type(got.value) is type(eager.value)
+
+
+def test_addcdiv_of_integers_is_refused_like_eager_even_unused():
+    """Eager's ``addcdiv`` refuses integer tensors before reading them (even empty ones); the
+    decomposition computed it, and an unused result hid the op (found by bench/fuzz.py,
+    optimize seed 9911 #2726)."""
+
+    def f(b):
+        torch.addcdiv(b, b, b)
+        return b * 2
+
+    for x in (torch.zeros(1, 0, 1, dtype=torch.int64), torch.arange(4)):
+        with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+            f(x.clone())
+        with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+            satfuse.optimize(f, x.clone())

@@ -597,3 +597,23 @@ def test_add_of_a_number_and_an_integer_tensor_multiplies_alpha_in_the_result_dt
     t = torch.tensor([[2, -3]], dtype=torch.int32)
     check_optimize(lambda t: torch.add(0.5, t, alpha=2**31), t)
     check_optimize(lambda t: torch.sub(0.5, t, alpha=3), t)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_gelu_is_eagers_kernel(approximate, dtype):
+    """gelu is eager's own kernel, not ``x * 0.5 * (1 + erf(x / sqrt 2))``: the decomposition
+    cancels for large negative x, giving 0 where eager's kernel gives -1e-6, so a division by it
+    gave -inf for eager's -8264600 (found by bench/fuzz.py, optimize seed 9911 #3002; also
+    ``fmod`` by it, 9831 #157). Eager's scalar and vectorized paths differ themselves, so no
+    decomposition can follow them."""
+    x = torch.cat([torch.randn(256) * 3, -torch.rand(256) * 8 - 2]).to(dtype)
+    c = torch.randn(512).to(dtype)
+
+    def f(a, b):
+        g = F.gelu(a, approximate=approximate)
+        return g * 2, torch.div(b, g, rounding_mode="floor")
+
+    check_optimize(f, x, c)
+    check_jit(f, (x, c), (x[:100], c[:100]))
+    check_compile(f, x, c)
