@@ -617,3 +617,25 @@ def test_gelu_is_eagers_kernel(approximate, dtype):
     check_optimize(f, x, c)
     check_jit(f, (x, c), (x[:100], c[:100]))
     check_compile(f, x, c)
+
+
+@pytest.mark.parametrize("n", [1, 5, 37])
+def test_float32_layer_norm_of_a_row_that_overflows_is_the_float64_value(n):
+    """A float32 row holding 1e30: eager's Welford variance overflows and gives nan for short rows,
+    0 for long ones (its scalar and vectorized paths differ), where the float64 run is finite. On
+    the CPU the plan computes the statistics in float64: that row is the float64 value, every other
+    row within eager's tolerance (found by bench/fuzz.py: optimize seed 9911 #3206, jit 3000 #165,
+    compile 9803 #1637, safety's 1103 #8)."""
+    x = torch.randn(4, n)
+    x[1, 0] = 1e30
+    w, b = torch.randn(n), torch.randn(n)
+
+    def f(a, w, b):
+        return F.layer_norm(a, (n,)), F.layer_norm(a, (n,), w, b)
+
+    plan = satfuse.optimize(f, x, w, b)
+    for got, want, exact in zip(plan(x, w, b), f(x, w, b), f(x.double(), w.double(), b.double())):
+        keep = torch.ones(4, dtype=torch.bool)
+        keep[1] = False
+        torch.testing.assert_close(got[keep], want[keep])
+        torch.testing.assert_close(got[1], exact[1].float())

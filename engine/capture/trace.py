@@ -88,7 +88,10 @@ def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = N
       exact in float64, so the sum there, rounded to float, is the fma's result (a size-1 row then
       gives the rounding error of ``mean * rstd``, as eager does, not 0).
 
-    f16/bf16 compute in f32."""
+    f16/bf16 compute in f32; f32 on the CPU computes in f64: a row holding 1e30 overflows eager's
+    float variance, which then gives nan for short rows and 0 for long ones (its scalar and
+    vectorized paths differ); in f64 the plan is the float64 run's value, every other row within
+    an ulp of eager's."""
     if not x.is_floating_point():  # eager's kernel refuses the dtype: its own error, from a tiny run
         from torch.utils._python_dispatch import _disable_current_modes
 
@@ -100,13 +103,15 @@ def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = N
                          f"[*, {', '.join(map(str, normalized_shape))}], but got input of size {list(x.shape)}")
     dims = list(range(x.dim() - k, x.dim()))
     acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+    if x.dtype == torch.float32 and x.device.type == "cpu":
+        acc = torch.float64  # eager's Welford overflows on a row holding 1e30 (nan or 0, by row length)
     a = x.to(acc)
     n = math.prod(normalized_shape)
     m0 = a.sum(dims, keepdim=True) / n
     mean = m0 + (a - m0).sum(dims, keepdim=True) / n
     d = a - mean
     rstd = torch.rsqrt((d * d).sum(dims, keepdim=True) / n + eps)
-    if acc is not x.dtype and weight is None and bias is None:
+    if x.dtype in (torch.float16, torch.bfloat16) and weight is None and bias is None:
         out = (a.double() * rstd.double() + (-mean * rstd).double()).float()
     else:
         out = d * rstd
