@@ -948,3 +948,24 @@ def test_pointwise_out_into_a_tensor_of_another_layout_keeps_its_strides():
         _differential(g, [i, torch.zeros(3, 2, dtype=torch.float64)], make)
     with pytest.raises(RuntimeError, match="can't be cast"):  # eager's out= dtype refusal is kept
         satfuse.optimize(lambda a, o: torch.add(a, 1.5, out=o), torch.ones(2), torch.zeros(2, dtype=torch.int64))
+
+
+def test_in_place_view_op_on_an_input_passed_twice_is_refused_at_the_op():
+    """``c.unsqueeze_(-2)`` where the caller passed one tensor as ``b`` and ``c``: in eager ``b`` is
+    2-d afterwards, while capture's separate wrapper for ``b`` kept the old shape and
+    ``index_select(b, 1, ...)`` failed inside torch (found by bench/fuzz.py, optimize seed 9911
+    #4812). An in-place metadata change of an input is refused at the op, as listed; jit runs
+    such calls eagerly."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(a, b, c, i):
+        c.unsqueeze_(-2)
+        return torch.index_select(b, 1, i) * 2
+
+    a, i = torch.arange(2.0), torch.tensor([1, 0])
+    with pytest.raises(CaptureError, match="metadata changed in place") as e:
+        satfuse.optimize(f, a, a, a, i)
+    assert refused_as_listed(e.value) is not None and a.shape == (2,)
+    x, y = torch.arange(2.0), torch.arange(2.0)
+    got, want = satfuse.jit(f)(x, x, x, i), f(y, y, y, i)
+    assert torch.equal(got, want) and x.shape == y.shape

@@ -181,10 +181,7 @@ def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence
             out.append(_InputMutation(False, False))
             continue
         if has_metadata_mutation(f_arg, arg, check_only_storage_mutation=False):
-            raise MetadataMutationError(
-                f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
-                "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
-                "out-of-place form (x = x.t()) and return it")
+            raise MetadataMutationError(_metadata_changed(i))
         value = torch._from_functional_tensor(f_arg.elem)
         if _resized(arg.size(), value.size()):
             # functionalization resizes the value, not the wrapper (which has_metadata_mutation reads)
@@ -195,6 +192,22 @@ def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence
         if m.mutates_data and _internal_overlap(fakes[i]):
             raise OverlappingInputWriteError(_overlapping_input_written(i))
     return out
+
+
+def _metadata_changed(i: int) -> str:
+    return (f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
+            "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
+            "out-of-place form (x = x.t()) and return it")
+
+
+_INPLACE_VIEWS: dict[Any, bool] = {}
+
+
+def _is_inplace_view(func: Any) -> bool:
+    hit = _INPLACE_VIEWS.get(func)
+    if hit is None:
+        hit = _INPLACE_VIEWS[func] = torch.Tag.inplace_view in getattr(func, "tags", ())
+    return hit
 
 
 def _input_aliases(f_args: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None]:
@@ -634,6 +647,13 @@ class EagerRewrites(_OverlapCheck):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if _is_inplace_view(func) and args and isinstance(args[0], torch.Tensor):
+            # refused here, not after the run: the caller may have passed this tensor at several
+            # positions (one object in eager), so later ops on the others would be traced on the
+            # old shape and fail inside torch
+            for i, x in self.inputs.get(_storage_id(args[0]), ()):
+                if x is args[0]:
+                    raise MetadataMutationError(_metadata_changed(i))
         if func in _FILLS and type(args[-1]) is complex and not args[0].is_complex():
             args = (*args[:-1], _converted_fill(args[0].dtype, args[-1]))  # as eager's kernel converts it
         if func is torch.ops.aten.unfold.default and not kwargs:
