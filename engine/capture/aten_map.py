@@ -451,7 +451,10 @@ def _slice_args(x: Any, dim: int, start: Any, length: Any, step: Any) -> tuple:
     starts = tuple(start if i == dim else 0 for i in range(r))
     # one past the last element taken: start + (length - 1) * step + 1, or start when nothing is
     # (a symbolic length keeps the first form: the extent obligation end >= start rejects 0)
-    end = sympy.sympify(start) + (sympy.sympify(length) - 1) * step + 1 if length != 0 else sympy.sympify(start)
+    if type(start) is int and type(length) is int and type(step) is int:  # static: no sympy (capture asks per op)
+        end = start + (length - 1) * step + 1 if length != 0 else start
+    else:
+        end = sympy.sympify(start) + (sympy.sympify(length) - 1) * step + 1 if length != 0 else sympy.sympify(start)
     ends = tuple(as_extent(end) if i == dim else x.type.shape[i] for i in range(r))
     strides = tuple(step if i == dim else 1 for i in range(r))
     return starts, ends, strides

@@ -15,7 +15,7 @@ import sympy
 import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from ..ir import IRError, Namespace, Node, OutputAlias, ScalarType, TensorType, Trace, Var, dtype_name, flat_args
+from ..ir import IRError, Namespace, Node, OutputAlias, ScalarType, TensorType, Trace, Var, dtype_name
 from ..vocab import infer, is_opaque
 from .aten_map import ATEN_MAP, Builder, NotInVocab, computes_complex
 from .functional import AliasInfo
@@ -46,6 +46,7 @@ class Converter:
         self.trace = Trace([], [], [])
         self.env: dict[torch.fx.Node, Any] = {}
         self.input_of: dict[torch.fx.Node, Var] = {}  # placeholder -> its tensor input
+        self.written_back: set[int] = set()  # ids of the inputs in ``trace.writebacks``
 
     def sym(self, e: Any) -> Any:
         return self.syms.sym(e)
@@ -186,18 +187,19 @@ class Converter:
         val = self.value(n.args[1])
         if not (isinstance(val, Var) and val.type == inp.type):  # a cast or broadcast the copy does
             val = self.emit("copy_", (inp, val), n, hint=inp.name)
-        if any(buf is inp for buf, _ in self.trace.writebacks):
+        if id(inp) in self.written_back:
             raise CaptureError(f"node {n.name}: the example inputs cannot have a plan: input {inp.name} is written "
                                "back twice (it shares memory with another input that is written): pass inputs "
                                "that do not share memory (satfuse.jit runs such calls eagerly)")
         if val is not inp:
             self.trace.writebacks.append((inp, val))
+            self.written_back.add(id(inp))
         return inp
 
     # -------------------------------------------------------------- emission helpers used by Builder
     def emit(self, op: str, args: tuple, n: torch.fx.Node | None, kwargs: dict | None = None, hint: str | None = None,
              out_type: Any = None) -> Var:
-        if not is_opaque(op) and any(isinstance(a, complex) for a in flat_args(args)):
+        if not is_opaque(op) and _any_complex(args):
             raise NotInVocab(f"{op}: complex scalar operand")
         if out_type is None:
             dev = None
@@ -212,6 +214,18 @@ class Converter:
         outs = tuple(Var(self.ns.name(hint), t) for t in types)
         self.trace.nodes.append(Node(op, args, kwargs, outs))
         return outs
+
+
+def _any_complex(args: tuple) -> bool:
+    """A complex number among ``args`` (nested tuples and lists too); capture asks per op."""
+    stack = [args]
+    while stack:
+        for a in stack.pop():
+            if isinstance(a, (tuple, list)):
+                stack.append(a)
+            elif isinstance(a, complex):
+                return True
+    return False
 
 
 def _dev(d: torch.device) -> str:

@@ -213,18 +213,35 @@ def _probe_skips(func: Any, leaves: list[Any]) -> bool:
     """Ops the probe leaves alone: not aten, random (a probe would draw from the generator),
     views, and factories and ops that take sizes (a probe could allocate what the program asks
     for) except factories whose numbers are tiny (``arange(3, dtype=complex64)``)."""
+    kind = _PROBE_KIND.get(func)
+    if kind is None:
+        kind = _PROBE_KIND[func] = _probe_kind(func)
+    if kind == "skip":
+        return True
+    if kind == "factory":
+        return any(type(x) in (int, float) and not abs(x) <= 64 for x in leaves)
+    return kind == "op" and any(type(x) is int and abs(x) > 4096 for x in leaves)
+
+
+#: per op, what ``_probe_skips`` reads off its schema and tags (computed once: capture asks per op)
+_PROBE_KIND: dict[Any, str] = {}
+
+
+def _probe_kind(func: Any) -> str:
+    """"skip" (never probed), "factory" (no tensor argument: probed when its numbers are tiny),
+    "pointwise" (always probed) or "op" (probed unless an int argument is large)."""
     if getattr(func, "namespace", None) != "aten" or func.is_view:
-        return True
+        return "skip"
     if {torch.Tag.nondeterministic_seeded, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view} & set(func.tags):
-        return True
+        return "skip"
     schema = func._schema
-    if not any("Tensor" in str(a.type) for a in schema.arguments):  # a factory: probed when it is tiny
-        return any(type(x) in (int, float) and not abs(x) <= 64 for x in leaves) or any(
-            "List[int]" in str(a.type) or "SymInt[]" in str(a.type) for a in schema.arguments)
+    if not any("Tensor" in str(a.type) for a in schema.arguments):
+        if any("List[int]" in str(a.type) or "SymInt[]" in str(a.type) for a in schema.arguments):
+            return "skip"
+        return "factory"
     if any("List[int]" in str(a.type) and a.name not in ("dim", "dims") for a in schema.arguments):
-        return True
-    pointwise = torch.Tag.pointwise in func.tags
-    return not pointwise and any(type(x) is int and abs(x) > 4096 for x in leaves)
+        return "skip"
+    return "pointwise" if torch.Tag.pointwise in func.tags else "op"
 
 
 def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
