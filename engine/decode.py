@@ -194,6 +194,7 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
     tr = Trace(list(original.inputs), nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
                output_aliases=list(original.output_aliases), index_ops=dict(original.index_ops),
                index_ranks=dict(original.index_ranks), obligations=obligations, effects=effects,
+               restrides=list(original.restrides),
                ranks={id(n): d.rank[id(n)] for n in nodes if id(n) in d.rank})
     tr.lint()
     return tr

@@ -239,6 +239,9 @@ class Trace:
     #: values no output needs that the plan still computes, before any write, and drops: eager runs
     #: the op and it can raise on values or draws random numbers (engine/fallible.py)
     effects: list[Var] = field(default_factory=list)
+    #: in-place view ops the program applied to its inputs (``x.t_()``), in program order: (input
+    #: position, tensor method, arguments); the plan replays them on the caller's tensors last
+    restrides: list[tuple[int, str, tuple]] = field(default_factory=list)
     name: str = "computation"
     provenance: str = ""
 

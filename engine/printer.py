@@ -94,6 +94,9 @@ def print_trace(tr: Trace, indent: str = "  ") -> str:
         lines.append(f"{indent}writeback({buf.name}, {val.name})")
     for v in tr.effects:
         lines.append(f"{indent}effect({v.name})  # unused, computed for what eager raises")
+    for i, method, margs in tr.restrides:
+        lines.append(f"{indent}# {tr.inputs[i].name}.{method}({', '.join(map(repr, margs))}): replayed on the "
+                     "caller's tensor at the end")
     lines.append(f"{indent}return {fmt_value(tuple(tr.outputs))}")
     return "\n".join(lines)
 

@@ -44,10 +44,13 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "plan computes every operand before it writes",
     ),
     Unsupported(
-        "an in-place metadata change of an input (t_, transpose_, squeeze_, unsqueeze_, resize_, as_strided_, set_)",
+        "an in-place metadata change of an input other than t_, transpose_, swapdims_, squeeze_ and unsqueeze_ "
+        "(resize_, as_strided_, set_, an out= that resizes it); one of those on an input the program also writes "
+        "or passes at several positions",
         r"has its metadata changed in place",
-        "a plan computes values and writes them into the caller's buffers; it cannot change the caller's tensor "
-        "object's shape or strides (capture refuses it: engine/capture)",
+        "a plan computes values, writes them into the caller's buffers and replays the in-place view ops above on "
+        "the caller's tensor at the end; memory changes and writes at a geometry the caller's tensor only takes "
+        "later it cannot reproduce (capture refuses them: engine/capture)",
     ),
     Unsupported(
         "as_strided of a computed tensor, of an input written earlier in the program, or reaching storage "

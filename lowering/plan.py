@@ -424,6 +424,9 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     unserved: list[int] = []
     body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in,
                              sym_local, used_syms)
+    for i, method, margs in trace.restrides:  # last: nothing after it can fail
+        body.append(f"{in_names[i]}.{method}({', '.join(map(repr, margs))})  # the program's in-place view op on "
+                    f"input {trace.inputs[i].name}, replayed on the caller's tensor")
     body.append(f"return [{', '.join(rets)}]")
     head = ["if env is None:", "    env = prologue(inputs)"]
     if in_names:

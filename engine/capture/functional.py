@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 import torch
@@ -96,6 +96,8 @@ class FunctionalGraph:
     gm: torch.fx.GraphModule
     mutated_inputs: list[int]  # flat input positions whose data the program writes
     output_aliases: list[AliasInfo | None]
+    #: in-place view ops on inputs, in program order, replayed on the caller's tensors at the end
+    restrides: list[tuple[int, str, tuple]] = field(default_factory=list)
 
 
 def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict) -> FunctionalGraph:
@@ -120,7 +122,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             if autocast != _get_autocast_states():
                 raise RuntimeError("the program changes the autocast state (enters an autocast context it does "
                                    "not leave): a plan cannot change it for the caller")
-        muts = _input_mutations(args, f_args, fakes)
+        muts = _input_mutations(args, f_args, fakes, frozenset(i for i, *_ in check.restrides))
         found.append((muts, f_args, outs))
         for before, after, m in zip(args, f_args, muts):
             if m.writes_back:
@@ -138,7 +140,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         raise
     except Exception:
         if check.wrote:  # eager's verdicts on its own geometry come first (see ``_eager_outputs``)
-            _eager_outputs(flat_fn, fakes)
+            _eager_outputs(flat_fn, fakes, sorted({i for i, *_ in check.restrides}))
         raise
     muts, f_args, outs = found[-1]
     aliases = _input_aliases(f_args, outs)
@@ -146,7 +148,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         # after a write, a functional view's strides are those of the new value, not eager's: the
         # geometry of returned views (and which outputs share memory) is read from a plain run of
         # the program on the fake inputs, which models eager's aliasing exactly
-        eager_outs = _eager_outputs(flat_fn, fakes)
+        eager_outs = _eager_outputs(flat_fn, fakes, sorted({i for i, *_ in check.restrides}))
         if eager_outs is not None and len(eager_outs) == len(outs):
             for k, (a, e) in enumerate(zip(aliases, eager_outs)):
                 if a is not None and a.kind == "input" and isinstance(e, torch.Tensor):
@@ -155,7 +157,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
                                            ) if _same_storage(e, fakes[a.index]) else None
             outs = eager_outs
     shared_outputs(outs, aliases)
-    return FunctionalGraph(gm, [i for i, m in enumerate(muts) if m.mutates_data], aliases)
+    return FunctionalGraph(gm, [i for i, m in enumerate(muts) if m.mutates_data], aliases, list(check.restrides))
 
 
 @dataclass(frozen=True)
@@ -168,11 +170,13 @@ class _InputMutation:
     writes_back: bool
 
 
-def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence[Any]) -> list[_InputMutation]:
+def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence[Any],
+                     restrided: frozenset[int] = frozenset()) -> list[_InputMutation]:
     """Each input's mutations, read from its functional wrapper after the run with AOTAutograd's
     own predicates (``collect_metadata_analysis``); refuses what a plan cannot do to the caller's
-    tensor: a metadata change (``x.t_()``, ``set_``) and a write into an input that holds one
-    element at several positions."""
+    tensor: a metadata change (``set_``, or ``x.t_()`` other than by a replayable in-place view op
+    (``restrided``) of an input the program does not also write) and a write into an input that
+    holds one element at several positions."""
     from torch._functorch._aot_autograd.functional_utils import has_metadata_mutation
 
     out = []
@@ -180,9 +184,15 @@ def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence
         if not isinstance(f_arg, torch.Tensor):
             out.append(_InputMutation(False, False))
             continue
-        if has_metadata_mutation(f_arg, arg, check_only_storage_mutation=False):
-            raise MetadataMutationError(_metadata_changed(i))
         value = torch._from_functional_tensor(f_arg.elem)
+        if has_metadata_mutation(f_arg, arg, check_only_storage_mutation=False):
+            if i not in restrided or has_data_mutation(f_arg) or has_metadata_mutation(
+                    f_arg, arg, check_only_storage_mutation=True):
+                raise MetadataMutationError(_metadata_changed(i) if i not in restrided else _restrided_and_written(i))
+            if _resized(f_arg.size(), value.size()):
+                raise MetadataMutationError(_resized_input(i, f_arg.size(), value.size()))
+            out.append(_InputMutation(False, False))
+            continue
         if _resized(arg.size(), value.size()):
             # functionalization resizes the value, not the wrapper (which has_metadata_mutation reads)
             raise MetadataMutationError(_resized_input(i, arg.size(), value.size()))
@@ -198,6 +208,27 @@ def _metadata_changed(i: int) -> str:
     return (f"input #{i} has its metadata changed in place (t_, transpose_, unsqueeze_, squeeze_, resize_, "
             "as_strided_, set_ ...): a plan cannot change the caller's tensor's shape or strides; use the "
             "out-of-place form (x = x.t()) and return it")
+
+
+def _restrided_and_written(i: int) -> str:
+    return (f"input #{i} has its metadata changed in place (t_, unsqueeze_, ...) and is written too: a plan "
+            "writes the caller's buffer at its own geometry; use the out-of-place view (x = x.t()) for the "
+            "write, or write before changing the metadata")
+
+
+#: the in-place view ops whose effect on an input a plan replays on the caller's tensor at the end
+_REPLAYABLE = frozenset({"t_", "transpose_", "swapdims_", "swapaxes_", "unsqueeze_", "squeeze_"})
+
+
+def _replayable(func: Any, args: tuple, kwargs: dict) -> tuple[str, tuple] | None:
+    """``(method, arguments)`` of an in-place view op a plan can replay on the caller's tensor
+    (``x.unsqueeze_(-2)``): one of :data:`_REPLAYABLE` with plain int arguments; None otherwise
+    (``resize_``, ``as_strided_`` and ``set_`` change memory, a symbolic dim cannot be rendered)."""
+    name = func._overloadpacket.__name__
+    rest = pytree.tree_leaves(list(args[1:]))
+    if name not in _REPLAYABLE or kwargs or not all(type(a) is int for a in rest):
+        return None
+    return name, tuple(tuple(a) if isinstance(a, (list, tuple)) else a for a in args[1:])
 
 
 _INPLACE_VIEWS: dict[Any, bool] = {}
@@ -253,7 +284,7 @@ def _input_aliases(f_args: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo
     return aliases
 
 
-def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
+def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any], restrided: Sequence[int] = ()) -> list[Any] | None:
     """``flat_fn`` run as eager runs it, on the fake inputs themselves (writes change no fake data;
     view-changing in-place ops on inputs were refused before): its outputs carry eager's sizes,
     strides, offsets and storage sharing. None where it raises (then the functional geometry
@@ -270,6 +301,7 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     env = getattr(mode, "shape_env", None)
     n_guards = len(env.guards) if env is not None else 0
     sizes = [f.size() if isinstance(f, torch.Tensor) else None for f in fakes]
+    geometry = {i: (fakes[i].size(), fakes[i].stride(), fakes[i].storage_offset()) for i in restrided}
     try:  # a look only: whatever this run decides about symbols is not a guard of the plan
         with enable_python_dispatcher(), warnings.catch_warnings(), (
                 env.suppress_guards() if env is not None else contextlib.nullcontext()), _OverlapCheck():
@@ -282,6 +314,11 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any]) -> list[Any] | None:
     finally:
         if env is not None:
             del env.guards[n_guards:]
+        for i, (size, stride, offset) in geometry.items():  # the run replayed ``x.t_()`` on the fake itself
+            if outs is not None:
+                outs = [o.as_strided(o.size(), o.stride(), o.storage_offset()) if o is fakes[i] else o for o in outs]
+            with torch.no_grad():
+                fakes[i].as_strided_(size, stride, offset)
     for i, (before, f) in enumerate(zip(sizes, fakes)):
         if before is not None and _resized(before, f.size()):
             raise MetadataMutationError(_resized_input(i, before, f.size()))
@@ -637,6 +674,8 @@ class EagerRewrites(_OverlapCheck):
         self.inputs: dict[int, list[tuple[int, torch.Tensor]]] = {}
         self.track_inputs(inputs)
         self.written: set[int] = set()  # the storages in ``inputs`` that the program wrote
+        #: in-place view ops on inputs, in program order: (input position, method, arguments)
+        self.restrides: list[tuple[int, str, tuple]] = []
         self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
 
     def track_inputs(self, inputs: Sequence[Any]) -> None:
@@ -648,12 +687,16 @@ class EagerRewrites(_OverlapCheck):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         if _is_inplace_view(func) and args and isinstance(args[0], torch.Tensor):
-            # refused here, not after the run: the caller may have passed this tensor at several
-            # positions (one object in eager), so later ops on the others would be traced on the
-            # old shape and fail inside torch
-            for i, x in self.inputs.get(_storage_id(args[0]), ()):
-                if x is args[0]:
-                    raise MetadataMutationError(_metadata_changed(i))
+            # an input's own metadata: replayed on the caller's tensor when the plan returns (what
+            # AOTAutograd's runtime does with an input's metadata mutation); refused here, not after
+            # the run, where the caller passed the tensor at several positions (one object in eager:
+            # later ops on the others would be traced on the old shape) or the op is not replayable
+            at = [i for i, x in self.inputs.get(_storage_id(args[0]), ()) if x is args[0]]
+            if at:
+                step = _replayable(func, args, kwargs)
+                if step is None or len(at) > 1:
+                    raise MetadataMutationError(_metadata_changed(at[0]))
+                self.restrides.append((at[0], *step))
         if func in _FILLS and type(args[-1]) is complex and not args[0].is_complex():
             args = (*args[:-1], _converted_fill(args[0].dtype, args[-1]))  # as eager's kernel converts it
         if func is torch.ops.aten.unfold.default and not kwargs:

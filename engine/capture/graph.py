@@ -220,6 +220,7 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
     timings = {"retrace": time.perf_counter() - t0}
     t1 = time.perf_counter()
     gt = trace_from_graph(agm, fake_args, shape_env, names=names, name=name, aliases=fg.output_aliases)
+    gt.trace.restrides = list(fg.restrides)
     timings["convert"] = time.perf_counter() - t1
     return DynamoGraph(gt, [*consts, *literals], shape_env, dropped, timings, fake_args)
 

@@ -282,6 +282,7 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
     shape_env = shape_env or ShapeEnv(duck_shape=False)  # static: no symbol, no guard
     conv = Converter(fg.gm, arg_names, leaves, positions, shape_env, fg.output_aliases)
     trace = conv.run()
+    trace.restrides = list(fg.restrides)
     trace.guards = list(trace.guards) + range_guards(shape_env, conv.symbols, trace)
     trace.name = name if name and name.isidentifier() else "computation"
     secs = time.perf_counter() - t0
