@@ -72,6 +72,13 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "the order eager visits the shared elements",
     ),
     Unsupported(
+        "a view (view, flatten, reshape) of a tensor written through another view, whose written value torch's "
+        "functionalization holds in another layout (t.transpose(0, 1).masked_fill_(m, v); t.flatten())",
+        r"a view of a tensor written through another view",
+        "functionalization regenerates the written tensor from the view's inverse with that view's strides while "
+        "the tensor keeps eager's; a view then needs strides the value does not have (a PyTorch limitation)",
+    ),
+    Unsupported(
         "a dtype the IR has no place for (complex32, the float8 and quantized dtypes, uint16/32/64)",
         r"dtype torch\.\w+ is not supported by satfuse",
         "the vocabulary, the cost model and nvFuser's DataType cover the dtypes of engine/ir.py DTYPE_NAMES; "

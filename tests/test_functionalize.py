@@ -1006,3 +1006,48 @@ def test_in_place_view_op_on_an_input_passed_twice_is_refused_at_the_op():
     x, y = torch.arange(2.0), torch.arange(2.0)
     got, want = satfuse.jit(f)(x, x, x, i), f(y, y, y, i)
     assert torch.equal(got, want) and x.shape == y.shape
+
+
+def test_view_of_a_tensor_written_through_a_transposed_view_is_a_listed_refusal():
+    """``t.transpose(0, 1).masked_fill_(...)`` then ``t.flatten()``: functionalization regenerates t's
+    value with the transposed view's strides while t keeps eager's contiguous ones, so the flatten
+    view cannot be traced (torch's own ValueError; found by bench/fuzz.py, optimize seed 9921
+    #1769). optimize refuses it as listed, inputs untouched; jit runs it eagerly."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(a):
+        t0 = torch.sigmoid(a)
+        t0.transpose(0, 1).masked_fill_(t0.transpose(0, 1) > 0.5, 0.0)
+        return t0.flatten() * 2
+
+    a = torch.randn(2, 2, 2)
+    with pytest.raises(CaptureError, match="written through another view") as e:
+        satfuse.optimize(f, a)
+    assert refused_as_listed(e.value) is not None
+    torch.testing.assert_close(satfuse.jit(f)(a), f(a))
+
+
+def test_layer_norm_result_is_contiguous_as_eagers():
+    """eager's layer_norm writes a contiguous result whatever its input's layout; the decomposition
+    followed a permuted input's layout, so ``t3.le_(t3[:, 1:])`` was checked on a dense slice and
+    raised eager's partial-overlap error, where eager's strided slice passes its overlap check
+    (found by bench/fuzz.py, optimize seed 9921 #727). In eager's layout the read overlaps the
+    write in another order: refused as listed (loop order), not eager's error."""
+    import torch.nn.functional as F
+
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(c):
+        t3 = F.layer_norm(c, c.shape[-1:])
+        t3.le_(t3[:, 1:])
+        return t3
+
+    c = torch.randn(2, 2).t()
+    assert F.layer_norm(c, (2,)).is_contiguous()
+    f(c.clone())  # eager accepts it
+    with pytest.raises(CaptureError, match="loop order") as e:
+        satfuse.optimize(f, c)
+    assert refused_as_listed(e.value) is not None
+    x = torch.randn(3, 4, 5).permute(2, 0, 1)
+    p = satfuse.optimize(lambda a: F.layer_norm(a, (3, 4)) * 1, x)
+    torch.testing.assert_close(p(x), F.layer_norm(x, (3, 4)))

@@ -116,7 +116,8 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         with torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Functionalize)):
             f_args = [to_fun(a) if isinstance(a, torch.Tensor) else a for a in args]
             autocast = _get_autocast_states()
-            check.track_inputs(f_args)
+            check.track_inputs(f_args, [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and sum(
+                b is a for b in args) > 1])
             with check:
                 outs = flat_fn(*f_args)
             if autocast != _get_autocast_states():
@@ -672,14 +673,18 @@ class EagerRewrites(_OverlapCheck):
         # write made capture quadratic in the inputs of an optimizer step), with their argument positions;
         # an input whose storage changes (``set_``) is refused as a metadata change after the run
         self.inputs: dict[int, list[tuple[int, torch.Tensor]]] = {}
+        self.repeated: set[int] = set()
         self.track_inputs(inputs)
         self.written: set[int] = set()  # the storages in ``inputs`` that the program wrote
         #: in-place view ops on inputs, in program order: (input position, method, arguments)
         self.restrides: list[tuple[int, str, tuple]] = []
         self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
 
-    def track_inputs(self, inputs: Sequence[Any]) -> None:
-        """The program's inputs (functional wrappers), looked up by storage."""
+    def track_inputs(self, inputs: Sequence[Any], repeated: Sequence[int] = ()) -> None:
+        """The program's inputs (functional wrappers), looked up by storage; ``repeated``: the
+        positions of a tensor the caller passed at several positions (one object in eager, one
+        wrapper each here)."""
+        self.repeated = set(repeated)
         for i, x in enumerate(inputs):
             if isinstance(x, torch.Tensor):
                 self.inputs.setdefault(_storage_id(x), []).append((i, x))
@@ -694,7 +699,7 @@ class EagerRewrites(_OverlapCheck):
             at = [i for i, x in self.inputs.get(_storage_id(args[0]), ()) if x is args[0]]
             if at:
                 step = _replayable(func, args, kwargs)
-                if step is None or len(at) > 1:
+                if step is None or len(at) > 1 or at[0] in self.repeated:
                     raise MetadataMutationError(_metadata_changed(at[0]))
                 self.restrides.append((at[0], *step))
         if func in _FILLS and type(args[-1]) is complex and not args[0].is_complex():

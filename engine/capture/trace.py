@@ -102,6 +102,7 @@ def _layer_norm(x: Any, normalized_shape: Any, weight: Any = None, bias: Any = N
                  lambda: f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
                          f"[*, {', '.join(map(str, normalized_shape))}], but got input of size {list(x.shape)}")
     dims = list(range(x.dim() - k, x.dim()))
+    x = x.contiguous()  # eager's kernel writes a contiguous result (an overlap check after reads its layout)
     acc = torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
     if x.dtype == torch.float32 and x.device.type == "cpu":
         acc = torch.float64  # eager's Welford overflows on a row holding 1e30 (nan or 0, by row length)
@@ -276,6 +277,14 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
         raise
     except (MetadataMutationError, OrderDependentWriteError, OverlappingInputWriteError) as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
+    except ValueError as e:
+        if "Cannot view a tensor with shape" not in str(e):
+            raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
+                               f"{type(e).__name__}: {e}") from e
+        raise TracingError(
+            f"capture of {getattr(fn, '__name__', fn)!r}: a view of a tensor written through another view or by "
+            f"out= ({e}): torch's functionalization holds the written value in another memory layout than eager's "
+            "tensor, and the view cannot take it (eager may accept it): clone() the tensor before viewing it") from e
     except Exception as e:  # torch raises many kinds; say where it came from
         raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
                            f"{type(e).__name__}: {e}{_REAL_TENSOR_HINT if 'FakeTensor' in str(e) else ''}") from e
