@@ -1034,7 +1034,6 @@ def test_layer_norm_result_is_contiguous_as_eagers():
     (found by bench/fuzz.py, optimize seed 9921 #727). In eager's layout the read overlaps the
     write in another order: refused as listed (loop order), not eager's error."""
     import torch.nn.functional as F
-
     from satfuse.engine.unsupported import refused_as_listed
 
     def f(c):
