@@ -568,6 +568,30 @@ def test_lerp_of_mixed_float_dtypes_raises_like_eager():
         f(a, b)
     with pytest.raises(RuntimeError, match="expected dtype"):
         satfuse.optimize(f, a, b)
+
+
+@pytest.mark.parametrize("low", [torch.bfloat16, torch.float16])
+def test_lerp_from_a_low_precision_start_raises_like_eager(low):
+    """eager names a low-precision dtype as ``c10::BFloat16`` / ``c10::Half`` in lerp's refusal,
+    which the probe's pattern did not match, so a bf16 start with a float32 end returned (found by
+    bench/fuzz.py, jit seed 9902 #4703); the inputs stay untouched when an earlier write came first."""
+    def f(a, c):
+        a[:, 1:] = 3
+        t1 = torch.lerp(c, a, 0.3)  # noqa: F841 - unused: eager raises all the same
+        return c
+
+    a, c = torch.randn(3, 2), torch.randn(2, dtype=low)
+    for fn in (lambda a, c: torch.lerp(c, a, 0.3), lambda a, c: torch.lerp(c, a, torch.tensor(0.5, dtype=low)), f):
+        with pytest.raises(RuntimeError, match="expected dtype"):
+            fn(a.clone(), c)
+        with pytest.raises(RuntimeError, match="expected dtype"):
+            satfuse.optimize(fn, a, c)
+        j = satfuse.jit(fn, dynamic=True)
+        for x, y in ((a, c), (torch.randn(4, 3), torch.randn(3, dtype=low))):
+            xs, ys = x.clone(), y.clone()
+            with pytest.raises(RuntimeError, match="expected dtype"):
+                j(xs, ys)
+            assert torch.equal(xs, x) and torch.equal(ys, y)  # eager writes a first; a plan writes nothing
     # an integer (or bool) tensor to a negative Scalar power: eager's refusal whatever the values
     # (found by bench/fuzz.py, optimize seed 9811 #4950)
     g = lambda a: (torch.pow(torch.lt(a, 0.5), -1), a)[1]  # noqa: E731
