@@ -58,6 +58,23 @@ def _aten_name(op: str) -> str:
 CHECKED_INDEX = frozenset({"index_copy_"})
 
 
+#: index ops: the positions of their index operands (a tuple of them for ``index_put``)
+_INDEX_ARGS = {"take_along_axis": 1, "gather": 2, "index_select": 2, "index_copy": 2, "scatter": 2,
+               "index_copy_": 2, "index_put": 1}
+
+
+def index_rank(node: Node, index_ranks: dict[str, int]) -> int:
+    """The captured program's position of the eager op that reads ``node``'s index operand
+    (``Trace.index_ranks``), or -1 where no index operand kept its captured name."""
+    k = _INDEX_ARGS.get(node.op)
+    if k is None or len(node.args) <= k:
+        return -1
+    idx = node.args[k]
+    ranks = [index_ranks[v.name] for v in (idx if isinstance(idx, (tuple, list)) else (idx,))
+             if isinstance(v, Var) and v.name in index_ranks]
+    return min(ranks, default=-1)
+
+
 def can_raise(node: Node) -> str | None:
     """Why running ``node`` can raise on data the guards do not fix (None: it cannot)."""
     if node.op in CHECKED_INDEX:
@@ -129,10 +146,21 @@ def _value_operands(n: Node) -> list[Var]:
 def in_rng_order(nodes: list[Node], rank: Callable[[Node], int]) -> list[Node]:
     """``nodes`` (in an order where every value is defined before use) reordered as little as
     possible so that the ops drawing random numbers run in ``rank`` order, as eager drew them:
-    a rewritten program is decoded from its outputs, which may reach the second draw first."""
-    rng = [n for n in nodes if consumes_rng(n)]
-    want = sorted(rng, key=rank)
-    if all(a is b for a, b in zip(rng, want)):
+    a rewritten program is decoded from its outputs, which may reach the second draw first.
+    Ops that can raise on data (``can_raise``, with a rank) join that order where they can: eager
+    raises the first failing op's error (``index_copy_``'s IndexError before a later
+    ``scatter``'s RuntimeError); where the rewritten program's dependencies forbid it, the random
+    draws alone keep their order."""
+    ordered = [n for n in nodes if consumes_rng(n) or (can_raise(n) is not None and rank(n) >= 0)]
+    try:
+        return _in_order(nodes, ordered, rank)
+    except IRError:
+        return _in_order(nodes, [n for n in nodes if consumes_rng(n)], rank)
+
+
+def _in_order(nodes: list[Node], chained: list[Node], rank: Callable[[Node], int]) -> list[Node]:
+    want = sorted(chained, key=rank)
+    if all(a is b for a, b in zip(chained, want)):
         return nodes
     pos = {id(n): i for i, n in enumerate(nodes)}
     producer = {id(o): n for n in nodes for o in n.outs}

@@ -298,6 +298,29 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict
     draws = [g for g, ns in enumerate(groups) if any(consumes_rng(n) for n in ns)]
     for a, b in zip(draws, draws[1:]):  # random draws keep the program's order (groups are made in it)
         preds[b].add(a)
+    # groups that may raise keep the program's order too (eager raises the first failing op's error),
+    # where the groups' dependencies allow it
+    chain = sorted(fallible | set(draws))
+    order = _kahn(groups, _chained(preds, chain, fallible), blocking, fallible)
+    if order is None:
+        order = _kahn(groups, preds, blocking, fallible)
+    if order is None:  # cannot happen by construction; say so loudly if it does
+        raise AssertionError("segment graph has a cycle")
+    return order
+
+
+def _chained(preds: list[set[int]], chain: list[int], fallible: set[int]) -> list[set[int]]:
+    """``preds`` with each fallible group after the previous fallible or drawing group."""
+    out = [set(p) for p in preds]
+    for a, b in zip(chain, chain[1:]):
+        if b in fallible or a in fallible:
+            out[b].add(a)
+    return out
+
+
+def _kahn(groups: list[list[Node]], preds: list[set[int]], blocking: dict[int, set[int]],
+          fallible: set[int]) -> list[int] | None:
+    """The order of :func:`_toposort` for these predecessor sets; None on a cycle."""
     succs: list[set[int]] = [set() for _ in groups]
     for g, ps in enumerate(preds):
         for p in ps:
@@ -322,9 +345,7 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict
             indeg[s] -= 1
             if indeg[s] == 0:
                 heapq.heappush(ready, s)
-    if len(order) != len(groups):  # cannot happen by construction; say so loudly if it does
-        raise AssertionError("segment graph has a cycle")
-    return order
+    return order if len(order) == len(groups) else None
 
 
 def _make_steps(trace: Trace, groups: list[list[Node]], kinds: list[str], reasons: dict[int, str],

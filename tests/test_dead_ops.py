@@ -256,3 +256,35 @@ def test_addcdiv_of_integers_is_refused_like_eager_even_unused():
             f(x.clone())
         with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
             satfuse.optimize(f, x.clone())
+
+
+@pytest.mark.parametrize("mode", ["optimize", "jit", "compile"])
+def test_two_failing_fallback_index_ops_raise_in_program_order(mode):
+    """An unused ``index_copy_`` then a returned ``scatter``, both out of range: eager raises
+    index_copy_'s IndexError; the plan ran the scatter first (the decoder walks from the outputs,
+    and a fallback that may raise ran as soon as it was ready) and raised its RuntimeError (found
+    by bench/fuzz.py, compile seed 9923 #760). Index ops now keep the program's order among the
+    ops that can raise, through the index operands' ranks."""
+
+    def f(a, i1, i2):
+        t0 = torch.maximum(a, a)
+        t0.index_copy_(-1, i1, i1)
+        return torch.scatter(a, -1, i2, i1)
+
+    i1, i2 = torch.tensor([3, 0, 1, 2, 4]), torch.tensor([4, 0, 1, 2, 3])
+    good = torch.arange(5), torch.arange(5)
+    a = torch.zeros(5, dtype=torch.int64)
+    if mode == "optimize":
+        plan = satfuse.optimize(f, a, *good)
+    elif mode == "jit":
+        plan = satfuse.jit(f, dynamic=True)
+    else:
+        torch._dynamo.reset()
+        plan = torch.compile(f, backend="satfuse")
+    assert torch.equal(plan(a, *good), f(a, *good))
+    small = torch.zeros(1 if mode != "optimize" else 5, dtype=torch.int64)
+    bad = (i1 + 5, i2 + 5) if mode == "optimize" else (i1, i2)
+    with pytest.raises(IndexError, match="index_copy"):
+        f(small.clone(), *bad)
+    with pytest.raises(IndexError, match="index_copy"):
+        plan(small, *bad)

@@ -607,9 +607,9 @@ def _gather(b: Builder, x: Any, dim: int, idx: Any, sparse_grad: bool = False) -
 @reg(aten.index_select)
 def _index_select(b: Builder, x: Any, dim: int, idx: Any) -> Var:
     if _rank(x) == 0:  # a 0-d source (idx holds one 0): select from its 1-element view, back to 0-d
-        rows = b("index_select", b("reshape", x, (1,)), 0, idx)
+        rows = b("index_select", b("reshape", x, (1,)), 0, b.reads_index(idx))
         return b("reshape", rows, ())
-    return b("index_select", x, dim % max(_rank(x), 1), idx)
+    return b("index_select", x, dim % max(_rank(x), 1), b.reads_index(idx))
 
 
 @reg(aten.embedding)
@@ -621,7 +621,7 @@ def _embedding(b: Builder, w: Any, idx: Any, *rest: Any) -> Var:
 
 @reg(aten.index_copy)
 def _index_copy(b: Builder, x: Any, dim: int, idx: Any, src: Any) -> Any:
-    return b("index_copy", x, dim % max(_rank(x), 1), idx, src)
+    return b("index_copy", x, dim % max(_rank(x), 1), b.reads_index(idx), src)
 
 
 @reg(aten.scatter.src, aten.scatter.value)
@@ -677,4 +677,4 @@ def _diagonal_scatter(b: Builder, x: Any, src: Any, offset: int = 0, dim1: int =
 def _index_put(b: Builder, x: Any, indices: Any, values: Any, accumulate: bool = False) -> Any:
     if any(not isinstance(i, Var) for i in indices):
         raise NotInVocab("index_put with a None (full-slice) index")
-    return b("index_put", x, tuple(indices), values, int(bool(accumulate)))
+    return b("index_put", x, tuple(b.reads_index(i) for i in indices), values, int(bool(accumulate)))
