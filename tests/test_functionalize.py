@@ -1050,3 +1050,22 @@ def test_layer_norm_result_is_contiguous_as_eagers():
     x = torch.randn(3, 4, 5).permute(2, 0, 1)
     p = satfuse.optimize(lambda a: F.layer_norm(a, (3, 4)) * 1, x)
     torch.testing.assert_close(p(x), F.layer_norm(x, (3, 4)))
+
+
+def test_refusal_in_the_eager_run_with_a_restrided_input_is_the_listed_one():
+    """A program that changes an input's metadata in place and then writes an expanded tensor:
+    the eager-geometry run raised its refusal before it had outputs, and restoring the input's
+    fake geometry read them anyway (UnboundLocalError; found by bench/fuzz.py, optimize seed 9931
+    #1518)."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(a):
+        a.copy_(a)
+        a.t_()
+        t3 = a.flip(-1)
+        torch.reciprocal(t3, out=t3)
+        return t3
+
+    with pytest.raises(CaptureError) as e:
+        satfuse.optimize(f, torch.ones(1).expand(2))
+    assert refused_as_listed(e.value) is not None

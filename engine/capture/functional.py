@@ -303,6 +303,7 @@ def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any], restrided: Sequence[
     n_guards = len(env.guards) if env is not None else 0
     sizes = [f.size() if isinstance(f, torch.Tensor) else None for f in fakes]
     geometry = {i: (fakes[i].size(), fakes[i].stride(), fakes[i].storage_offset()) for i in restrided}
+    outs: list[Any] | None = None
     try:  # a look only: whatever this run decides about symbols is not a guard of the plan
         with enable_python_dispatcher(), warnings.catch_warnings(), (
                 env.suppress_guards() if env is not None else contextlib.nullcontext()), _OverlapCheck():
