@@ -1069,3 +1069,28 @@ def test_refusal_in_the_eager_run_with_a_restrided_input_is_the_listed_one():
     with pytest.raises(CaptureError) as e:
         satfuse.optimize(f, torch.ones(1).expand(2))
     assert refused_as_listed(e.value) is not None
+
+
+def test_write_through_a_view_of_gapped_windows_is_refused_with_symbolic_sizes():
+    """``b.unfold(0, 2, 2)`` of a dim whose size is symbolic may leave a last element no window
+    covers; a write through a *view* of the windows (``t0[:, 1:]``) went to functionalization's
+    inverse, which zeroes the gap: b[4] of a size-5 b became 0 (found by bench/fuzz.py, compile
+    seed 9923 #1336). Views of such windows are refused as the windows are; the call runs eagerly."""
+
+    def f(b):
+        t0 = b.unfold(0, 2, 2)
+        t1 = t0.mean(2)
+        t0[:, 1:].masked_fill_(t0[:, 1:] > 0, 0.5)
+        return t1
+
+    for make in (_jit_dynamic, _compile):
+        plan = make(f, None)
+        for n in (4, 5, 3):
+            want_in, got_in = torch.randn(n, 2, 2, dtype=torch.float64), None
+            got_in = want_in.clone()
+            torch.testing.assert_close(plan(got_in), f(want_in))
+            assert torch.equal(got_in, want_in)
+
+
+def _jit_dynamic(fn, args):
+    return satfuse.jit(fn, dynamic=True)

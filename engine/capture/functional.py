@@ -768,6 +768,9 @@ class EagerRewrites(_OverlapCheck):
         if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
                 out, torch.Tensor) and (id(args[0]) in self.spread or _holds_an_element_twice(out)):
             self.spread[id(out)] = out
+        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
+                out, torch.Tensor) and id(args[0]) in self.gapped:
+            self.gapped[id(out)] = out  # a write through a view of the windows is one through the windows
         if isinstance(out, torch.Tensor) and torch.Tag.pointwise in func.tags and any(
                 type(a) in (bool, int, float, complex) for a in args):  # promotion with a number operand
             eager_dtype = probe_kernel(func, args, kwargs)  # cached per dtypes: run once in the first pass
