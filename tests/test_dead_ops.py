@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from satfuse.engine import capture
 from satfuse.engine.fallible import effects
 from satfuse.engine.printer import parse_trace
+from semantics_util import check_jit, check_optimize
 
 import satfuse
 
@@ -289,3 +290,19 @@ def test_two_failing_fallback_index_ops_raise_in_program_order(mode):
     with pytest.raises(IndexError, match="index_copy"):
         plan(small, *bad)
 
+
+def test_two_failing_fallbacks_raise_in_program_order():
+    """``scatter`` (waiting on a segment that makes its source) then ``index_fill_`` (ready at
+    once), both out of range: eager raises scatter's RuntimeError. A schedule that ran every group
+    that may raise as soon as it was ready raised index_fill's IndexError first (found by
+    bench/fuzz.py, jit seed 9902 #7344, on bcf7fe3; fixed by the fallible chain of 84ef146)."""
+
+    def f(a, i1, i2):
+        t0 = torch.scatter(a, 0, i1, torch.ones_like(i1, dtype=a.dtype))
+        a.index_fill_(0, i2, float("nan"))
+        return t0
+
+    i1, i2 = torch.tensor([0, 1, 3]), torch.tensor([1, 2, 3, 0])
+    for a in (torch.randn(2, dtype=torch.float64), torch.randn(5, dtype=torch.float64)):
+        check_optimize(f, a, i1, i2)
+    check_jit(f, (torch.randn(5, dtype=torch.float64), i1, i2), (torch.randn(2, dtype=torch.float64), i1, i2))
