@@ -458,3 +458,23 @@ def test_aot_graph_refuses_what_eager_kernels_refuse():
 
     x = torch.tensor([1 + 1j, -2j], dtype=torch.complex64)
     assert_like_eager(_count_positive, torch.compile(_count_positive, backend="satfuse"), x)
+
+
+def test_a_slice_extent_a_guard_pins_to_a_number_is_that_number():
+    """``t0[..., ::2] = a`` with ``t0`` (s0, s1) and ``a`` (s0, 2): Dynamo's guard pins
+    ``(s1 + 1) // 2`` to 2, but the slice kept the compound extent, so the copy_ could not
+    broadcast (s0, 2) to it (EmitError; found by bench/fuzz.py, compile seed 9933 #151). An extent
+    the ShapeEnv proves equal to its hint is that number."""
+
+    def f(a, b):
+        t0 = torch.logical_and(b, b)
+        t0[..., ::2] = a
+        return t0
+
+    torch._dynamo.reset()
+    g = torch.compile(f, backend="satfuse")
+    for n in (3, 4, 3):  # the second call recompiles with n symbolic; a's 2 stays static
+        a, b = torch.randn(n, 2, dtype=torch.bfloat16), torch.randn(n, n, dtype=torch.bfloat16)
+        want = f(a.clone(), b.clone())
+        got = g(a, b)
+        assert got.dtype == want.dtype and torch.equal(got, want)

@@ -82,6 +82,12 @@ class Symbols:
             hint = int(hint_of(e))
         except Exception:  # noqa: BLE001 - unbacked or not an int: keep it as it is
             return e
+        try:  # a guard can pin a compound extent to a number (a slice copied into from a (s0, 2) tensor)
+            if self.shape_env._maybe_evaluate_static(sympy.Eq(e, hint)) is sympy.true:
+                self.canon[e] = sympy.Integer(hint)
+                return self.canon[e]
+        except Exception:  # noqa: BLE001
+            pass
         for c in self.canon_by_hint.setdefault(hint, []):
             try:
                 same = self.shape_env._maybe_evaluate_static(sympy.Eq(e, c))
