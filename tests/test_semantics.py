@@ -663,3 +663,20 @@ def test_float32_layer_norm_of_a_row_that_overflows_is_the_float64_value(n):
         keep[1] = False
         torch.testing.assert_close(got[keep], want[keep])
         torch.testing.assert_close(got[1], exact[1].float())
+
+
+def test_lerp_of_an_integer_start_raises_like_eager_even_unused():
+    """eager names int64 as ``long int`` in lerp's dtype refusal (a space the probe's pattern did not
+    allow), so an unused ``lerp(int64, bool, 0.3)`` returned (found by bench/fuzz.py, optimize seed
+    9941 #2565)."""
+
+    def f(b):
+        t2 = b.select(1, -2)
+        torch.lerp(t2, torch.ne(b, b).select(1, 0), 0.3)
+        return t2 * 2
+
+    b = torch.arange(4).reshape(2, 2)
+    with pytest.raises(RuntimeError, match="expected dtype"):
+        f(b)
+    with pytest.raises(RuntimeError, match="expected dtype"):
+        satfuse.optimize(f, b)

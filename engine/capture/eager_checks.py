@@ -186,7 +186,7 @@ def with_eager_checks(table: dict) -> dict:
 _KERNEL_REFUSAL = re.compile(r"not implemented for|only support floating point|Boolean inputs not supported|not supported for complex|support complex|bool tensors? is not supported|"
                              r"cannot be converted to type .* without overflow|can't be cast to the desired output type|Found dtype [\w:]+ but expected [\w:]+|"
                              r"alpha must not be a floating point number|Boolean alpha only supported|"
-                             r"expected dtype [\w:]+ for `\w+` but got dtype|Integers to negative integer powers are not allowed|"
+                             r"expected dtype [^`]+ for `\w+` but got dtype|Integers to negative integer powers are not allowed|"
                              r"Integer division with addcdiv is no longer supported")
 _PROBED: dict[tuple, tuple[BaseException | None, torch.dtype | None]] = {}
 
