@@ -566,6 +566,16 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
             elif name != x:
                 unserved.append(k)
         seen.add(name)
+    restrided = {in_names[i] for i, *_ in trace.restrides}
+    for k, name in enumerate(rets):
+        if name in restrided:  # the caller's tensor changes its geometry last; eager's output keeps this one
+            view = name + "_view"
+            while view in taken:
+                view += "_"
+            taken.add(view)
+            lines.append(f"{view} = {name}.as_strided({name}.size(), {name}.stride(), {name}.storage_offset())"
+                         f"  # a view of {name} at its geometry before the in-place view ops replayed below")
+            rets[k] = view
     return lines
 
 
