@@ -158,6 +158,9 @@ class OutputAlias:
     size: tuple[Extent, ...] | None = None
     stride: tuple[Extent, ...] | None = None
     storage_offset: Extent | None = None
+    #: "input": eager returns the input object itself, not a view of it (a view keeps its geometry
+    #: when the caller's tensor changes its own later: Dynamo replays ``x.t_()`` after the graph)
+    itself: bool = True
 
 
 @dataclass(eq=False)

@@ -567,8 +567,9 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
                 unserved.append(k)
         seen.add(name)
     restrided = {in_names[i] for i, *_ in trace.restrides}
+    views_of_inputs = {k for k, a in enumerate(aliases) if a is not None and a.kind == "input" and not a.itself}
     for k, name in enumerate(rets):
-        if name in restrided:  # the caller's tensor changes its geometry last; eager's output keeps this one
+        if name in restrided or (k in views_of_inputs and name in inputs):  # the caller's tensor changes its geometry last; eager's output keeps this one
             view = name + "_view"
             while view in taken:
                 view += "_"

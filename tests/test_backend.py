@@ -478,3 +478,27 @@ def test_a_slice_extent_a_guard_pins_to_a_number_is_that_number():
         want = f(a.clone(), b.clone())
         got = g(a, b)
         assert got.dtype == want.dtype and torch.equal(got, want)
+
+
+def test_a_returned_view_of_an_input_is_not_the_input_object():
+    """``t2 = torch.split(a, 1, 0)[-1]`` of an empty dim is a view of ``a`` at a's own geometry, which
+    the plan returned as ``a`` itself; Dynamo then replayed ``a.transpose_(0, 1)`` on ``a`` after the
+    graph, which transposed the returned tensor too: (1, 0) for eager's (0, 1) (found by
+    bench/fuzz.py, compile seed 9933 #1032). Capture records whether eager returns the input object
+    itself or a view of it; a view is a view object in the plan too."""
+
+    def f(a):
+        t2 = torch.split(a, 1, 0)[-1]
+        a.sign_()
+        a.transpose_(0, 1)
+        return t2
+
+    torch._dynamo.reset()
+    g = torch.compile(f, backend="satfuse")
+    for d in (0, 1, 3):
+        x, y = torch.zeros(0, d, dtype=torch.bool), torch.zeros(0, d, dtype=torch.bool)
+        got, want = g(x), f(y)
+        assert got.shape == want.shape and x.shape == y.shape
+    x = torch.randn(2, 3)
+    out = satfuse.optimize(lambda a: (a, a[:]), x)(x)
+    assert out[0] is x and out[1] is not x and out[1].data_ptr() == x.data_ptr()

@@ -107,7 +107,8 @@ class Converter:
                 out.append(None if a is None else OutputAlias("output", a.index))
                 continue
             out.append(OutputAlias(a.kind, a.index, tuple(self.sym(s) for s in a.size),
-                                   tuple(self.sym(s) for s in a.stride), self.sym(a.storage_offset)))
+                                   tuple(self.sym(s) for s in a.stride), self.sym(a.storage_offset),
+                                   getattr(a, "itself", True)))
         return out
 
     def literal(self, n: torch.fx.Node) -> Var:

@@ -87,6 +87,8 @@ class AliasInfo:
     size: tuple[Any, ...] | None = None
     stride: tuple[Any, ...] | None = None
     storage_offset: Any = None
+    #: "input": eager returns the input object itself (``return x``, ``x.add_(1)``), not a view of it
+    itself: bool = True
 
 
 @dataclass
@@ -154,8 +156,8 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             for k, (a, e) in enumerate(zip(aliases, eager_outs)):
                 if a is not None and a.kind == "input" and isinstance(e, torch.Tensor):
                     # a reshape of a strided input is a copy in eager, a view of the written value here
-                    aliases[k] = AliasInfo("input", a.index, tuple(e.size()), tuple(e.stride()), e.storage_offset()
-                                           ) if _same_storage(e, fakes[a.index]) else None
+                    aliases[k] = AliasInfo("input", a.index, tuple(e.size()), tuple(e.stride()), e.storage_offset(),
+                                           e is fakes[a.index]) if _same_storage(e, fakes[a.index]) else None
             outs = eager_outs
     shared_outputs(outs, aliases)
     return FunctionalGraph(gm, [i for i, m in enumerate(muts) if m.mutates_data], aliases, list(check.restrides))
@@ -281,7 +283,8 @@ def _input_aliases(f_args: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo
         if custom or (grad_fn is not None and per_storage[ref] == multi.get(ref, 0)):
             aliases.append(None)
             continue
-        aliases.append(AliasInfo("input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset()))
+        aliases.append(AliasInfo("input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset(),
+                                 o is f_args[base]))
     return aliases
 
 
