@@ -11,7 +11,7 @@ from typing import Any
 
 from .egraph import EGraphView, dim_value, list_value
 from .extract import smallest_terms
-from .fallible import in_rng_order, index_rank
+from .fallible import in_program_order, index_rank
 from .ir import IRError, Namespace, Node, Obligation, TensorType, Trace, Var
 from .terms import Encoding, Slot
 from .vocab import OPS, infer
@@ -190,7 +190,7 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
         if isinstance(val, Var) and all(val is not v for v in [*effects, *original.inputs]):  # nor can a constant
             effects.append(val)
     obligations = chosen_obligations(d)
-    nodes = in_rng_order(d.nodes, lambda n: d.rank.get(id(n), index_rank(n, original.index_ranks)))
+    nodes = in_program_order(d.nodes, lambda n: d.rank.get(id(n), index_rank(n, original.index_ranks)))
     tr = Trace(list(original.inputs), nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
                output_aliases=list(original.output_aliases), index_ops=dict(original.index_ops),
                index_ranks=dict(original.index_ranks), obligations=obligations, effects=effects,

@@ -143,7 +143,7 @@ def _value_operands(n: Node) -> list[Var]:
     return ins
 
 
-def in_rng_order(nodes: list[Node], rank: Callable[[Node], int]) -> list[Node]:
+def in_program_order(nodes: list[Node], rank: Callable[[Node], int]) -> list[Node]:
     """``nodes`` (in an order where every value is defined before use) reordered as little as
     possible so that the ops drawing random numbers run in ``rank`` order, as eager drew them:
     a rewritten program is decoded from its outputs, which may reach the second draw first.

@@ -234,16 +234,6 @@ def _replayable(func: Any, args: tuple, kwargs: dict) -> tuple[str, tuple] | Non
     return name, tuple(tuple(a) if isinstance(a, (list, tuple)) else a for a in args[1:])
 
 
-_INPLACE_VIEWS: dict[Any, bool] = {}
-
-
-def _is_inplace_view(func: Any) -> bool:
-    hit = _INPLACE_VIEWS.get(func)
-    if hit is None:
-        hit = _INPLACE_VIEWS[func] = torch.Tag.inplace_view in getattr(func, "tags", ())
-    return hit
-
-
 def _input_aliases(f_args: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None]:
     """Which outputs are inputs or views of one, as AOTAutograd's metadata pass classifies them
     (``OutputType.is_input`` / ``alias_of_input``, read from the functional wrappers' storages):
@@ -434,7 +424,7 @@ class _OverlapCheck(TorchDispatchMode):
         views = [(w, w.size()) for w in written if w._base is not None] if writes else []
         # an in-place view op (``a.unsqueeze_(-1)``) has changed ``a`` once it returns: eager's
         # geometry it replays on is the one from before
-        before_op = self._eager_geometry(args[0]) if torch.Tag.inplace_view in func.tags and args and \
+        before_op = self._eager_geometry(args[0]) if _is_inplace_view(func) and args and \
             isinstance(args[0], torch.Tensor) else None
         out = with_eager_check(func)(*args, **kwargs)
         for w, before in views:
@@ -475,7 +465,7 @@ class _OverlapCheck(TorchDispatchMode):
         if any(isinstance(x, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
             return
         x = args[0]
-        geometry = geometry if torch.Tag.inplace_view in func.tags else self._eager_geometry(x)
+        geometry = geometry if _is_inplace_view(func) else self._eager_geometry(x)
         if geometry is None:
             return
         sz, st, off = geometry
@@ -814,6 +804,8 @@ class _CheckedCalls(TorchDispatchMode):
 _WRITES: dict[Any, bool] = {}
 #: per op: it makes a view, or changes a tensor's own geometry in place (``squeeze_``)
 _VIEWS: dict[Any, bool] = {}
+#: per op: it changes a tensor's own geometry in place (``squeeze_``, ``t_``)
+_INPLACE_VIEWS: dict[Any, bool] = {}
 
 
 def _writes(func: Any) -> bool:
@@ -828,6 +820,13 @@ def _views(func: Any) -> bool:
     hit = _VIEWS.get(func)
     if hit is None:
         hit = _VIEWS[func] = bool(getattr(func, "is_view", False) or torch.Tag.inplace_view in func.tags)
+    return hit
+
+
+def _is_inplace_view(func: Any) -> bool:
+    hit = _INPLACE_VIEWS.get(func)
+    if hit is None:
+        hit = _INPLACE_VIEWS[func] = torch.Tag.inplace_view in getattr(func, "tags", ())
     return hit
 
 
