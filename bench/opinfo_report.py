@@ -9,6 +9,7 @@ in test_opinfo.KNOWN with the finding that tracks it).
     python bench/opinfo_report.py add div cat     # some ops
     python bench/opinfo_report.py --limit 3       # the suite's quick slice
     python bench/opinfo_report.py --path engine   # force the engine-level path
+    SATFUSE_OPINFO_DEVICE=cuda python bench/opinfo_report.py --limit 3   # GPU: plans run on nvFuser
 """
 
 from __future__ import annotations

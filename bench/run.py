@@ -46,7 +46,10 @@ median of ``--runs`` calls after warm-up, bracketed by ``torch.cuda.synchronize(
 achieved rate is the program's *minimum* bytes over the median time (so the three are
 compared on the same work), next to the copy bandwidth measured on this GPU (a 1 GiB
 ``tensor.copy_``, read + write counted); peak memory is ``torch.cuda.max_memory_allocated``
-during one call, above what was allocated before it.
+during one call, above what was allocated before it. "launched" counts the device activities
+(kernels, memcpy, memset) ``torch.profiler`` sees in one call and "kern ms" their summed device
+time; for satfuse, "model" and "model MiB" are the cost model's predicted kernels and bytes for
+the same CUDA-built plan, so the two can be read side by side.
 
 On a lent GPU machine (Python 3.12, torch 2.11, no network, 64 MiB carried): nvFuser
 comes from ``../shared/tools/nvfuser-carry.sh`` (``.nvf``); egglog 13.2's cp312 wheel is
@@ -300,6 +303,19 @@ def _peak(fn) -> int:
     return torch.cuda.max_memory_allocated() - base
 
 
+def _launched(fn) -> tuple[int, float]:
+    """Device activities one call launches (kernels, memcpy, memset) and their summed device time in
+    seconds, from ``torch.profiler``: what the model's kernel count is compared with."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    evs = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return len(evs), sum(e.device_time for e in evs) / 1e6
+
+
 def copy_bandwidth(runs: int) -> float:
     a = torch.empty(2**28, device="cuda")
     b = torch.empty_like(a)
@@ -325,7 +341,7 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
             cap = capture(prog.fn, *prog.inputs())
             minimum[prog.title] = minimum_traffic(cap.trace, cap.symbol_hints).total
     head = (f"{'program':<26} {'variant':<9} {'executor':<10} {'median ms':>10} {'GB/s (min bytes)':>17} "
-            f"{'% copy bw':>9} {'peak MiB':>9}  check")
+            f"{'% copy bw':>9} {'peak MiB':>9} {'launched':>8} {'kern ms':>8} {'model':>5} {'model MiB':>10}  check")
     print(head)
     print("-" * len(head))
     out = []
@@ -345,9 +361,12 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
             variants.append(("inductor", f"({time.perf_counter() - t0:.0f}s)", compiled))
         except Exception as e:  # noqa: BLE001
             print(f"{prog.title:<26} inductor  failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
+        model: tuple[Any, Any] = ("", "")
         try:
             plan = satfuse.optimize(prog.fn, *inputs, options={"target": "nvfuser"})
             variants.append(("satfuse", plan.lowered.executor, plan))
+            tr = plan_traffic(plan.lowered.steps, plan.trace, plan.captured.symbol_hints)
+            model = (tr.kernels, f"{tr.total / MiB:,.0f}")
         except Exception as e:  # noqa: BLE001
             print(f"{prog.title:<26} satfuse   failed: {type(e).__name__}: {str(e).splitlines()[0][:100]}")
         expect = prog.fn(*_clone(inputs)) if prog.name != "adam" else None
@@ -363,6 +382,7 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
                     check = "ok" if _close(expect, fn(*_clone(inputs))) else "MISMATCH"
                 med = _median_time(lambda: fn(*inputs), runs)
                 peak = _peak(lambda: fn(*inputs))
+                launched, kern_s = _launched(lambda: fn(*inputs))
             except Exception as e:  # noqa: BLE001
                 print(f"{prog.title:<26} {name:<9} {executor:<10} failed: {type(e).__name__}: "
                       f"{str(e).splitlines()[0][:100] if str(e) else ''}")
@@ -370,9 +390,13 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
             mb = minimum.get(prog.title, 0)
             rate = mb / med if med else 0.0
             print(f"{prog.title:<26} {name:<9} {executor:<10} {med * 1e3:>10.3f} {rate / 1e9:>17,.0f} "
-                  f"{100 * rate / bw:>8.0f}% {peak / MiB:>9,.0f}  {check}")
+                  f"{100 * rate / bw:>8.0f}% {peak / MiB:>9,.0f} {launched:>8} {kern_s * 1e3:>8.3f} "
+                  f"{model[0] if name == 'satfuse' else '':>5} {model[1] if name == 'satfuse' else '':>10}  {check}")
             out.append({"program": prog.title, "variant": name, "executor": executor, "median_s": med,
-                        "min_bytes": mb, "bytes_per_s": rate, "copy_bw": bw, "peak_bytes": peak, "check": check})
+                        "min_bytes": mb, "bytes_per_s": rate, "copy_bw": bw, "peak_bytes": peak, "check": check,
+                        "launched": launched, "kernel_s": kern_s,
+                        "model_kernels": model[0] if name == "satfuse" else None,
+                        "model_bytes_mib": model[1] if name == "satfuse" else None})
         inputs = variants = expect = None
         torch.cuda.empty_cache()
     return out

@@ -48,6 +48,9 @@ import torch.utils._pytree as pytree
 pytestmark = pytest.mark.opinfo
 
 PER_OP = 3
+#: where samples are made and plans run: "cpu" in the suite; bench/device.sh runs the report on
+#: "cuda" (plans on real nvFuser there) with SATFUSE_OPINFO_DEVICE=cuda
+DEVICE = os.environ.get("SATFUSE_OPINFO_DEVICE", "cpu")
 DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool,
           torch.complex64)
 VARIANTS = ("functional", "inplace", "out", "noncontig")
@@ -129,7 +132,7 @@ def _copy_samples(dtype: torch.dtype) -> Iterable[Any]:
     from torch.testing import make_tensor
     from torch.testing._internal.opinfo.core import SampleInput
 
-    mk = lambda *s, dt=dtype, **kw: make_tensor(s, dtype=dt, device="cpu", **kw)  # noqa: E731
+    mk = lambda *s, dt=dtype, **kw: make_tensor(s, dtype=dt, device=DEVICE, **kw)  # noqa: E731
     yield SampleInput(mk(3, 4), args=(mk(3, 4),))
     yield SampleInput(mk(3, 4), args=(mk(4),))  # broadcast source
     yield SampleInput(mk(3, 4), args=(mk(4, 3).t(),))  # non-contiguous source
@@ -148,11 +151,11 @@ def _raw_samples(op_id: str, dtype: torch.dtype, reference: bool = True) -> tupl
     if name == "copy_":
         return None, list(_copy_samples(dtype))
     op = _op_db()[(name, variant)]
-    if dtype not in op.supported_dtypes("cpu"):
+    if dtype not in op.supported_dtypes(DEVICE):
         return op, []
     gen = op.reference_inputs if reference else op.sample_inputs
     try:
-        samples = list(gen("cpu", dtype, requires_grad=False))
+        samples = list(gen(DEVICE, dtype, requires_grad=False))
     except Exception:  # noqa: BLE001 - a generator that fails on this dtype has no samples for it
         samples = []
     return op, samples
@@ -280,7 +283,7 @@ def quick_cases(op_id: str, n: int) -> list[Case]:
     most features not yet covered (NaN, inf, non-contiguous, broadcast, 0-d, empty)."""
     name = OPS[op_id][0]
     op = None if name == "copy_" else _op_db()[(name, OPS[op_id][1])]
-    dts = [dt for dt in DTYPES if op is None or dt in op.supported_dtypes("cpu")]
+    dts = [dt for dt in DTYPES if op is None or dt in op.supported_dtypes(DEVICE)]
     if not dts:
         return []
     start = sum(map(ord, op_id))

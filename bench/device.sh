@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Every GPU check of satfuse in one run on a lent GPU machine (Python 3.12 with torch 2.11 + CUDA,
+# no network, 64 MiB carried): the nvFuser/CUDA test lane, the CUDA cost of a data obligation's
+# check, the OpInfo report on CUDA (plans on real nvFuser), and bench/run.py's GPU timings (eager, Inductor, satfuse with kernels measured by
+# torch.profiler beside the cost model's). Logs go to $OUT (default /tmp/satfuse-device).
+#
+# Prepare here, once (nothing of it is committed):
+#   bash ../shared/tools/nvfuser-carry.sh .nvf        # real nvFuser, ~24 MiB
+#   bench/device.sh --prepare                         # egglog 13.2's cp312 bindings, stripped, in .dev/
+# Then run it there with carry [".nvf", ".dev"]:
+#   bash bench/device.sh [lane] [obligation] [opinfo] [bench]   # default: all four, in that order
+# Knobs: BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_LIMIT, OPINFO_JOBS, OPINFO_TIMEOUT.
+#
+# Why not pip: the machine has no registry; satfuse needs only egglog.bindings (11 MiB stripped),
+# and its subpackages are linked into satfuse/ the way pyproject's package-dir maps them.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--prepare" ]; then
+  set -e
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$work" "egglog==13.2.*"
+  (cd "$work" && python3 -m zipfile -e egglog-*.whl x && mkdir -p site/egglog \
+    && cp x/egglog/bindings*.so site/egglog/ && strip --strip-unneeded site/egglog/bindings*.so \
+    && : > site/egglog/__init__.py)
+  mkdir -p .dev
+  tar -C "$work/site" -cJf .dev/egglog-bindings.tar.xz egglog
+  grep -qx "/.dev/" .git/info/exclude 2>/dev/null || echo "/.dev/" >> .git/info/exclude
+  echo "ready: .dev ($(du -sh .dev | cut -f1)); carry [\".nvf\", \".dev\"]"
+  exit 0
+fi
+
+OUT=${OUT:-/tmp/satfuse-device}
+mkdir -p "$OUT" /tmp/satfuse-site
+tar -C /tmp/satfuse-site -xJf .dev/egglog-bindings.tar.xz
+# shellcheck disable=SC1091
+[ -f .nvf/activate.sh ] && source .nvf/activate.sh
+for d in engine rewrites lowering rules; do ln -sfn "../$d" "satfuse/$d"; done
+export PYTHONPATH="$PWD:/tmp/satfuse-site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(lane obligation opinfo bench)
+
+python3 - <<'PY' 2>&1 | tee "$OUT/env.log"
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available(),
+      torch.cuda.get_device_name() if torch.cuda.is_available() else "")
+try:
+    import nvfuser_direct
+    print("nvfuser_direct", nvfuser_direct.__version__)
+except Exception as e:  # noqa: BLE001
+    print("nvfuser_direct: not importable:", type(e).__name__, e)
+import satfuse
+from satfuse.lowering import nvfuser_probe
+print("satfuse from", satfuse.__file__, "; nvFuser:", nvfuser_probe.probe())
+PY
+
+for s in "${steps[@]}"; do
+  t0=$(date +%s)
+  case $s in
+    lane)
+      timeout 240 python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors \
+        -m "nvfuser or cuda" -o addopts="" tests 2>&1 | tee "$OUT/lane.log" | tail -40 ;;
+    obligation)
+      for n in 512 8192; do
+        timeout 90 python3 bench/obligation_check.py --device cuda --n $n --reps 100 2>&1
+      done | tee "$OUT/obligation.log" ;;
+    opinfo)
+      SATFUSE_OPINFO_DEVICE=cuda SATFUSE_OPINFO_JOBS=${OPINFO_JOBS:-12} timeout "${OPINFO_TIMEOUT:-150}" \
+        python3 bench/opinfo_report.py --limit "${OPINFO_LIMIT:-2}" 2>&1 | tee "$OUT/opinfo.log" | tail -25 ;;
+    bench)
+      timeout "${BENCH_TIMEOUT:-330}" python3 bench/run.py --skip-quality --runs 20 --programs "${BENCH_PROGRAMS:-}" \
+        --json "$OUT/gpu.jsonl" 2>&1 | tee "$OUT/bench.log" ;;
+    *) echo "unknown step $s (lane, obligation, opinfo, bench)" ;;
+  esac
+  echo "## step $s: $(( $(date +%s) - t0 )) s"
+done
