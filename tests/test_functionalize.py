@@ -771,6 +771,43 @@ def test_as_strided_of_a_written_input_is_refused():
         assert torch.equal(got, want)
 
 
+def test_as_strided_view_read_after_a_write_to_its_input_is_refused():
+    """``t = d.reshape(-1).as_strided((2,), (1,))``, then a write to ``d``, then ``t`` read: eager reads
+    d's new memory; functionalization replays as_strided on the written value, which the plan held
+    as an expanded view of ``c`` (found by bench/fuzz.py, optimize seed 9971 #269: setStorage raised
+    after the plan had written c and d). Refused at capture (listed), before anything runs; a view
+    nobody reads after the write stays supported; jit and torch.compile answer as eager does."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(c, d):
+        c[()] = 2**31
+        t4 = d.reshape(-1)
+        t5 = t4.as_strided((2,), (1,))
+        t4.copy_(c)
+        return (t5,)
+
+    def g(c, d):
+        t = d.as_strided((2,), (3,))
+        d.mul_(c)
+        return t * 1
+
+    def unread(c, d):
+        t = d.as_strided((2,), (3,))
+        u = t * 2
+        d.mul_(c)
+        return u
+
+    for fn in (f, g):
+        c, d = torch.tensor(3), torch.arange(4).reshape(2, 2)
+        with pytest.raises(CaptureError, match="as_strided view read after a write") as e:
+            satfuse.optimize(fn, c, d)
+        assert refused_as_listed(e.value) is not None
+        assert c.item() == 3 and torch.equal(d, torch.arange(4).reshape(2, 2))
+        for make in (_jit, _compile):
+            _differential(fn, [torch.tensor(3), torch.arange(4).reshape(2, 2)], make)
+    _differential(unread, [torch.tensor(3), torch.arange(4).reshape(2, 2)], _optimize)
+
+
 def test_write_through_a_view_of_an_expanded_tensor_is_refused():
     """``t1.expand(2, 4)[1:].clamp_(min=2)``: eager writes t1's memory; functionalization's inverse
     of expand adds the changes up over the broadcast rows, and ``-inf - -inf`` made nan where eager

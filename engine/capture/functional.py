@@ -20,6 +20,7 @@ corrupt each other and every later ``torch.compile``. :data:`TRACING` serializes
 
 from __future__ import annotations
 
+import operator
 import threading
 import warnings
 from dataclasses import dataclass, field
@@ -145,6 +146,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         if check.wrote:  # eager's verdicts on its own geometry come first (see ``_eager_outputs``)
             _eager_outputs(flat_fn, fakes, sorted({i for i, *_ in check.restrides}))
         raise
+    _refuse_strided_replays(gm.graph)
     muts, f_args, outs = found[-1]
     aliases = _input_aliases(f_args, outs)
     if check.wrote:
@@ -648,6 +650,36 @@ def _overlapping_input_written(i: int) -> str:
     return (f"the example inputs cannot have a plan: input #{i} holds one element at several positions (an "
             "expanded tensor) and is written in place; eager writes it element by element, a plan writes "
             "values: pass a tensor that does not overlap itself (clone() it)")
+
+
+def _refuse_strided_replays(graph: torch.fx.Graph) -> None:
+    """Refuse an ``as_strided`` view of an input read after a write to that input
+    (``t = d.as_strided((2,), (1,)); d.copy_(c); return t``). Functionalization regenerates the
+    view by replaying ``as_strided`` on the written value, with eager's strides and offset; the
+    plan holds that value in a layout of its own (an expanded view of ``c`` here), so the replay
+    addresses other elements or reaches past its storage, after the plan wrote the inputs. The
+    program's own ``as_strided`` calls on computed tensors were refused while tracing
+    (:class:`EagerRewrites`), so every one on a computed value in the graph is such a replay;
+    a replay nothing reads (through views) is dead and harmless."""
+    aten = torch.ops.aten
+
+    def on_input(n: Any) -> bool:  # a placeholder, or a chain of views of one
+        while isinstance(n, torch.fx.Node) and n.op == "call_function" and n.args and (
+                n.target is operator.getitem or getattr(n.target, "is_view", False)):
+            n = n.args[0]
+        return isinstance(n, torch.fx.Node) and n.op == "placeholder"
+
+    def read(n: torch.fx.Node) -> bool:  # some user other than a view nothing reads
+        return any(u.op != "call_function" or not (u.target is operator.getitem or getattr(u.target, "is_view", False))
+                   or read(u) for u in n.users)
+
+    for n in graph.nodes:
+        if n.op == "call_function" and n.target is aten.as_strided.default and not on_input(n.args[0]) and read(n):
+            raise OrderDependentWriteError(
+                "as_strided view read after a write to the input it views: functionalization rebuilds the view "
+                "with as_strided on the written value, which the plan holds in a layout of its own (contiguous, or "
+                "an expanded view of what was copied in), so it would address other elements than eager: read "
+                "the view before the write, clone() it, or use view/slicing ops")
 
 
 class EagerRewrites(_OverlapCheck):
