@@ -63,14 +63,15 @@ for s in "${steps[@]}"; do
       timeout 240 python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors \
         -m "nvfuser or cuda" -o addopts="" tests 2>&1 | tee "$OUT/lane.log" | tail -40 ;;
     obligation)
-      for n in 512 8192; do
-        timeout 90 python3 bench/obligation_check.py --device cuda --n $n --reps 100 2>&1
+      for dn in cuda:512 cuda:8192 cpu:512; do  # the machine's CPU too: quieter than a shared dev box
+        timeout 90 python3 bench/obligation_check.py --device "${dn%:*}" --n "${dn#*:}" \
+          --reps "${OBLIGATION_REPS:-100}" 2>&1
       done | tee "$OUT/obligation.log" ;;
     opinfo)
       SATFUSE_OPINFO_DEVICE=cuda SATFUSE_OPINFO_JOBS=${OPINFO_JOBS:-12} timeout "${OPINFO_TIMEOUT:-150}" \
         python3 bench/opinfo_report.py --limit "${OPINFO_LIMIT:-2}" 2>&1 | tee "$OUT/opinfo.log" | tail -25 ;;
     bench)
-      timeout "${BENCH_TIMEOUT:-330}" python3 bench/run.py --skip-quality --runs 20 --programs "${BENCH_PROGRAMS:-}" \
+      timeout "${BENCH_TIMEOUT:-330}" python3 bench/run.py --skip-quality --runs 20 --programs "${BENCH_PROGRAMS:-}" --show-kernels \
         --json "$OUT/gpu.jsonl" 2>&1 | tee "$OUT/bench.log" ;;
     *) echo "unknown step $s (lane, obligation, opinfo, bench)" ;;
   esac

@@ -303,9 +303,9 @@ def _peak(fn) -> int:
     return torch.cuda.max_memory_allocated() - base
 
 
-def _launched(fn) -> tuple[int, float]:
-    """Device activities one call launches (kernels, memcpy, memset) and their summed device time in
-    seconds, from ``torch.profiler``: what the model's kernel count is compared with."""
+def _launched(fn) -> tuple[int, float, list[str]]:
+    """Device activities one call launches (kernels, memcpy, memset), their summed device time in
+    seconds and their names, from ``torch.profiler``: what the model's kernel count is compared with."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
@@ -313,7 +313,7 @@ def _launched(fn) -> tuple[int, float]:
         fn()
         torch.cuda.synchronize()
     evs = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    return len(evs), sum(e.device_time for e in evs) / 1e6
+    return len(evs), sum(e.device_time for e in evs) / 1e6, [e.name for e in evs]
 
 
 def copy_bandwidth(runs: int) -> float:
@@ -329,7 +329,7 @@ def _close(a, b) -> bool:
     return len(la) == len(lb) and all(torch.allclose(x.float(), y.float(), rtol=1e-3, atol=1e-4) for x, y in zip(la, lb))
 
 
-def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]:
+def gpu_timings(progs: list[Program], recs: list[dict], runs: int, show_kernels: bool = False) -> list[dict]:
     import satfuse
 
     torch.manual_seed(0)
@@ -382,19 +382,21 @@ def gpu_timings(progs: list[Program], recs: list[dict], runs: int) -> list[dict]
                     check = "ok" if _close(expect, fn(*_clone(inputs))) else "MISMATCH"
                 med = _median_time(lambda: fn(*inputs), runs)
                 peak = _peak(lambda: fn(*inputs))
-                launched, kern_s = _launched(lambda: fn(*inputs))
+                launched, kern_s, names = _launched(lambda: fn(*inputs))
             except Exception as e:  # noqa: BLE001
                 print(f"{prog.title:<26} {name:<9} {executor:<10} failed: {type(e).__name__}: "
                       f"{str(e).splitlines()[0][:100] if str(e) else ''}")
                 continue
             mb = minimum.get(prog.title, 0)
             rate = mb / med if med else 0.0
+            if name == "satfuse" and show_kernels:
+                print("    launched: " + "; ".join(f"{n[:60]}" for n in names))
             print(f"{prog.title:<26} {name:<9} {executor:<10} {med * 1e3:>10.3f} {rate / 1e9:>17,.0f} "
                   f"{100 * rate / bw:>8.0f}% {peak / MiB:>9,.0f} {launched:>8} {kern_s * 1e3:>8.3f} "
                   f"{model[0] if name == 'satfuse' else '':>5} {model[1] if name == 'satfuse' else '':>10}  {check}")
             out.append({"program": prog.title, "variant": name, "executor": executor, "median_s": med,
                         "min_bytes": mb, "bytes_per_s": rate, "copy_bw": bw, "peak_bytes": peak, "check": check,
-                        "launched": launched, "kernel_s": kern_s,
+                        "launched": launched, "kernel_s": kern_s, "launched_names": names,
                         "model_kernels": model[0] if name == "satfuse" else None,
                         "model_bytes_mib": model[1] if name == "satfuse" else None})
         inputs = variants = expect = None
@@ -425,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds per (program, target) optimization, run in a child process (default 120; "
                          "egglog cannot be interrupted inside an iteration)")
     ap.add_argument("--show-plans", action="store_true", help="print each nvFuser-target plan's byte table")
+    ap.add_argument("--show-kernels", action="store_true", help="GPU part: print what satfuse's plan launched")
     ap.add_argument("--repeat", type=int, default=5,
                     help="fresh processes per (program, target); timings are their medians (default 5: one "
                          "cold measurement is noisy on a shared 2-core machine)")
@@ -460,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         print_must_show(recs)
     gpu: list[dict] = []
     if torch.cuda.is_available() and not args.no_gpu:
-        gpu = gpu_timings(progs, recs, args.runs)
+        gpu = gpu_timings(progs, recs, args.runs, args.show_kernels)
     elif not args.no_gpu:
         print("\n(no CUDA GPU: timing part skipped)")
     if args.json:
