@@ -6,7 +6,7 @@
 #
 # Prepare here, once (nothing of it is committed):
 #   bash ../shared/tools/nvfuser-carry.sh .nvf        # real nvFuser, ~24 MiB
-#   bench/device.sh --prepare                         # egglog 13.2's cp312 bindings, stripped, in .dev/
+#   bench/device.sh --prepare                         # egglog 13.2's cp312 bindings (stripped), expecttest: .dev/
 # Then run it there with carry [".nvf", ".dev"]:
 #   bash bench/device.sh [lane] [obligation] [opinfo] [bench]   # default: all four, in that order
 # Knobs: BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_LIMIT, OPINFO_JOBS, OPINFO_TIMEOUT.
@@ -22,11 +22,13 @@ if [ "${1:-}" = "--prepare" ]; then
   trap 'rm -rf "$work"' EXIT
   python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$work" "egglog==13.2.*"
+  # torch's OpInfo database imports expecttest, which the machine's torch lacks
+  python3 -m pip download -q --no-deps --only-binary=:all: -d "$work" expecttest
   (cd "$work" && python3 -m zipfile -e egglog-*.whl x && mkdir -p site/egglog \
     && cp x/egglog/bindings*.so site/egglog/ && strip --strip-unneeded site/egglog/bindings*.so \
-    && : > site/egglog/__init__.py)
+    && : > site/egglog/__init__.py && python3 -m zipfile -e expecttest-*.whl site)
   mkdir -p .dev
-  tar -C "$work/site" -cJf .dev/egglog-bindings.tar.xz egglog
+  tar -C "$work/site" -cJf .dev/egglog-bindings.tar.xz .
   grep -qx "/.dev/" .git/info/exclude 2>/dev/null || echo "/.dev/" >> .git/info/exclude
   echo "ready: .dev ($(du -sh .dev | cut -f1)); carry [\".nvf\", \".dev\"]"
   exit 0
