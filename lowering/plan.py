@@ -89,6 +89,20 @@ class _Fusion:
         aliased = {id(b) for b, _ in emitted.aliases}
         self.alias_pos = [i for i, v in enumerate(emitted.inputs) if id(v) in aliased]
         self.calls = 0
+        # where the outputs live: a segment with no tensor input on that device (torch.full(...,
+        # device="cuda") alone, or only 0-d CPU operands) would otherwise make them on the CPU
+        devs = [v.type.device for v in [*emitted.outputs, *emitted.inputs]
+                if isinstance(v, Var) and isinstance(v.type, TensorType)]
+        self.device = torch.device(devs[0]) if devs else None
+        self.on_torch: Any = None  # the reference executor's definition, once nvFuser has failed
+
+    def _on_torch(self) -> Any:
+        ns: dict[str, Any] = {"DataType": frontend_ref.DataType}
+        exec(compile(self.emitted.source, f"<satfuse {self.emitted.name}>", "exec"), ns)
+        fd = frontend_ref.FusionDefinition()
+        with fd:
+            ns[self.emitted.name](fd)
+        return fd
 
     def build(self) -> Any:
         fd = self.frontend.FusionDefinition()
@@ -97,17 +111,34 @@ class _Fusion:
         return fd
 
     def execute(self, inputs: list) -> list:
-        fd = self.fd
-        if fd is None:
-            fd = self.fd = self.build()
         self.calls += 1
         if not self.real:
+            fd = self.fd
+            if fd is None:
+                fd = self.fd = self.build()
             try:
-                return fd.execute(inputs)
+                return fd.execute(inputs, device=self.device)
             except Exception as e:
                 raise self._error(e) from e
+        if self.on_torch is not None:
+            return self.on_torch.execute(inputs, device=self.device)
         args = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in inputs]
-        outs = fd.execute(args)
+        try:
+            fd = self.fd
+            if fd is None:
+                fd = self.fd = self.build()
+            outs = fd.execute(args, device=self.device if self.device and self.device.type == "cuda" else None)
+        except Exception as e:
+            # nvFuser refused or broke on a valid definition (seen: INTERNAL ASSERTs for some 0-d
+            # and integer fusions on an H100). A segment that writes no caller buffer has changed
+            # nothing yet, so it runs on torch ops instead, from now on; one that does must raise.
+            if self.alias_pos or self.emitted.aliases:
+                raise self._error(e) from e
+            self.on_torch = self._on_torch()
+            log.lowering.warning("%s: nvFuser failed (%s: %s); the segment runs on torch ops (the reference "
+                                 "executor) from now on", self.emitted.name, type(e).__name__,
+                                 (str(e).strip().splitlines() or [""])[0][:200])
+            return self.on_torch.execute(inputs, device=self.device)
         for i in self.alias_pos:  # a non-contiguous buffer was written through a contiguous copy
             if args[i] is not inputs[i]:
                 inputs[i].copy_(args[i])
@@ -278,8 +309,9 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     t0 = time.perf_counter()
     if executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
-    if executor == "auto":
-        cuda = any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda") for v in trace.inputs)
+    if executor == "auto":  # any CUDA value: a program of creation ops alone has no CUDA input
+        cuda = any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda")
+                   for v in [*trace.inputs, *(o for n in trace.nodes for o in n.outs)])
         executor = "nvfuser" if cuda and nvfuser_probe.probe().available else "reference"
     trace.lint()
     prologue = build_prologue(trace, hints, compile_fn=False, aliasing=aliasing, layouts=layouts)

@@ -145,3 +145,43 @@ def test_symbolic_and_constant_outputs():
     out = p(a, 2, 5)
     assert out[1:] == [5, 10, 7] and all(type(v) is int for v in out[1:])
     torch.testing.assert_close(out[0], a[:, :, :2] * 2)
+
+
+class _BrokenNvFuser:
+    """A frontend that builds like nvFuser and fails at execute, as the real one did on an H100
+    for some 0-d and integer fusions (INTERNAL ASSERT)."""
+
+    from satfuse.lowering.frontend_ref import DataType
+    from satfuse.lowering.frontend_ref import FusionDefinition as _Ref
+
+    class FusionDefinition(_Ref):
+        def execute(self, inputs, device=None):
+            raise RuntimeError("INTERNAL ASSERT FAILED at fusion_kernel_runtime.cpp:476")
+
+
+def test_a_segment_nvfuser_fails_on_runs_on_torch_unless_it_wrote(monkeypatch, caplog):
+    from satfuse.lowering import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "_frontend", lambda executor: (_BrokenNvFuser, True))
+
+    def f(a, b):
+        return (a * 2 + b).relu().sum(0)
+
+    a, b = torch.randn(4, 5), torch.randn(4, 5)
+    c = capture(f, a, b)
+    p = lower(c.trace, hints=c.symbol_hints, executor="nvfuser")
+    with caplog.at_level("WARNING", logger="satfuse.lowering"):
+        for _ in range(2):  # the second call goes straight to torch ops
+            torch.testing.assert_close(p(a, b)[0], f(a, b))
+    assert [r.message for r in caplog.records if "nvFuser failed" in r.message][0].startswith("seg0: nvFuser failed")
+
+    def g(x, y):  # writes its input: nvFuser might have written it before failing, so it raises
+        x.add_(y)
+        return x * 2
+
+    c = capture(g, a.clone(), b)
+    p = lower(c.trace, hints=c.symbol_hints, executor="nvfuser")
+    x = a.clone()
+    with pytest.raises(RuntimeError, match="INTERNAL ASSERT"):
+        p(x, b)
+    assert torch.equal(x, a)

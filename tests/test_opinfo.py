@@ -426,14 +426,15 @@ def fresh_values(ts: list[torch.Tensor], gen: torch.Generator) -> list[torch.Ten
     out = []
     for t in ts:
         if t.is_floating_point():
-            v = torch.randn(t.shape, generator=gen, dtype=t.dtype) * 3
+            v = (torch.randn(t.shape, generator=gen, dtype=t.dtype) * 3).to(t.device)
             v = torch.where(torch.isnan(t), t, v)
             v = torch.where(torch.isinf(t), t, v)
         elif t.dtype == torch.bool:
-            v = torch.rand(t.shape, generator=gen) > 0.5
+            v = (torch.rand(t.shape, generator=gen) > 0.5).to(t.device)
         else:
             flat = t.reshape(-1)
-            v = flat[torch.randperm(flat.numel(), generator=gen)].reshape(t.shape) if flat.numel() else t.clone()
+            perm = torch.randperm(flat.numel(), generator=gen).to(t.device)
+            v = flat[perm].reshape(t.shape) if flat.numel() else t.clone()
         out.append(_like(t, v))
     return out
 
