@@ -9,7 +9,8 @@
 #   bench/device.sh --prepare                         # egglog 13.2's cp312 bindings (stripped), expecttest: .dev/
 # Then run it there with carry [".nvf", ".dev"]:
 #   bash bench/device.sh [lane] [obligation] [opinfo] [bench]   # default: all four, in that order
-# Knobs: BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_LIMIT, OPINFO_JOBS, OPINFO_TIMEOUT.
+# Knobs: BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_OPS (op ids), OPINFO_LIMIT, OPINFO_JOBS,
+# OPINFO_TIMEOUT.
 #
 # Why not pip: the machine has no registry; satfuse needs only egglog.bindings (11 MiB stripped),
 # and its subpackages are linked into satfuse/ the way pyproject's package-dir maps them.
@@ -71,7 +72,7 @@ for s in "${steps[@]}"; do
       done | tee "$OUT/obligation.log" ;;
     opinfo)
       SATFUSE_OPINFO_DEVICE=cuda SATFUSE_OPINFO_JOBS=${OPINFO_JOBS:-12} timeout "${OPINFO_TIMEOUT:-150}" \
-        python3 bench/opinfo_report.py --limit "${OPINFO_LIMIT:-2}" 2>&1 | tee "$OUT/opinfo.log" | tail -25 ;;
+        python3 bench/opinfo_report.py --limit "${OPINFO_LIMIT:-2}" ${OPINFO_OPS:-} 2>&1 | tee "$OUT/opinfo.log" | tail -25 ;;
     bench)
       timeout "${BENCH_TIMEOUT:-330}" python3 bench/run.py --skip-quality --runs 20 --programs "${BENCH_PROGRAMS:-}" --show-kernels \
         --json "$OUT/gpu.jsonl" 2>&1 | tee "$OUT/bench.log" ;;
