@@ -176,13 +176,13 @@ def test_pad_int_with_inf_raises_like_eager():
     eager's error (a constant of the trace: every call would)."""
     x = torch.arange(5, dtype=torch.int32)
     for fn, arg in ((lambda t: F.pad(t, (1, 1), value=INF), x),
-                    (lambda t: F.pad(t, (1, 1), value=300), torch.arange(5, dtype=torch.uint8))):
+                    (lambda t: F.pad(t, (1, 1), value=300), torch.arange(5, dtype=torch.uint8)),
+                    (lambda t: t + torch.full((5,), 300, dtype=torch.uint8), torch.arange(5, dtype=torch.uint8))):
         with pytest.raises(RuntimeError, match="without overflow"):
             fn(arg)
         with pytest.raises(RuntimeError, match="without overflow"):
             satfuse.optimize(fn, arg)
     check_optimize(lambda t: F.pad(t, (1, 1), value=2.5), x)
-    check_optimize(lambda t: t + torch.full((5,), 300, dtype=torch.uint8), torch.arange(5, dtype=torch.uint8))
     check_optimize(lambda t: F.pad(t, (1, 1), value=-INF), torch.arange(5.0))
     # a pad that only narrows never converts its fill value, even of an empty tensor (fuzz 9701 #74)
     check_optimize(lambda t: F.pad(t, (-1, 0), value=2**31), x)
@@ -241,6 +241,40 @@ def test_eager_kernel_refusals_are_raised(fn, x):
     """What a real kernel refuses for the dtypes or a Scalar argument alone (fake tensors never
     check it) is refused with eager's exception type, also for an op whose result is unused."""
     assert_like_eager(fn, lambda *a: satfuse.optimize(fn, *a)(*a), x)
+
+
+#: ops that take a Python number eager converts to the tensor's dtype (with its overflow check)
+_NUMBER_OPS = {
+    "where-other": lambda a, v: torch.where(a < a, a, v),  # the number becomes scalar_tensor(v, dtype)
+    "where-self": lambda a, v: torch.where(a < a, v, a),
+    "masked-fill-inplace": lambda a, v: a.clone().masked_fill_(a < a, v),
+    "fill-inplace": lambda a, v: a.clone().fill_(v),
+    "full-like": lambda a, v: torch.full_like(a, v),
+    "new-full": lambda a, v: a.new_full((2, 2), v),
+    "full": lambda a, v: torch.full((2,), v, dtype=a.dtype),
+    "scalar-tensor": lambda a, v: torch.scalar_tensor(v, dtype=a.dtype),
+    "index-fill": lambda a, v: a.index_fill(0, torch.zeros(0, dtype=torch.long), v),
+    "arange-big-numbers": lambda a, v: torch.arange(v, v + 1, dtype=a.dtype),
+    "add-wraps": lambda a, v: a + v,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.float16, torch.bool])
+@pytest.mark.parametrize("shape", [(0, 3), (1,), (2, 3)], ids=["empty", "one", "many"])
+@pytest.mark.parametrize("op", list(_NUMBER_OPS))
+def test_unused_number_operand_that_does_not_fit_raises_like_eager(op, shape, dtype):
+    """A Python number eager converts to the tensor's dtype is checked as eager checks it, for
+    every op and whatever the tensor's size, the result unused: ``torch.where(a < a, a, 2**31)``
+    on an empty int32 ``a`` raises "value cannot be converted to type int without overflow"
+    (found by bench/fuzz.py, optimize seed 9971 #1798); ``fill_(2**31)`` of one f16 element
+    stores inf where a larger tensor raises; ``arange`` of bool refuses whatever its numbers."""
+    fn = _NUMBER_OPS[op]
+
+    def f(a):
+        fn(a, 2**31)
+        return (a.clone(),)
+
+    assert_like_eager(f, lambda *a: satfuse.optimize(f, *a)(*a), torch.zeros(shape, dtype=dtype))
 
 
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool, torch.float32])

@@ -192,8 +192,10 @@ _PROBED: dict[tuple, tuple[BaseException | None, torch.dtype | None]] = {}
 
 
 def _probe_key(func: Any, leaves: list[Any]) -> tuple | None:
-    """The probe's inputs, as a key: per tensor its dtype, device and which dims are empty (an
-    empty tensor skips the kernel, as in eager); None where a leaf is symbolic (no probe)."""
+    """The probe's inputs, as a key: per tensor its dtype, device and each dim as 0, 1 or 2 (more
+    than one; a symbolic extent, which the ShapeEnv keeps off 0 and 1): an empty tensor skips the
+    kernel and a one-element one takes other paths (``fill_`` of one f16 element stores inf where
+    a larger tensor refuses 2**31), as in eager; None where a leaf is symbolic (no probe)."""
     key: list[Any] = [func]
     for x in leaves:
         if isinstance(x, torch.Tensor):
@@ -201,7 +203,7 @@ def _probe_key(func: Any, leaves: list[Any]) -> tuple | None:
             for s in x.shape:
                 if not isinstance(s, int):
                     s = s.node.maybe_as_int()
-                dims.append(1 if s is None or s > 0 else 0)
+                dims.append(2 if s is None or s > 1 else s)
             key.append(("T", x.dtype, str(x.device), tuple(dims)))
         elif isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return None
@@ -210,39 +212,101 @@ def _probe_key(func: Any, leaves: list[Any]) -> tuple | None:
     return tuple(key)
 
 
-def _probe_skips(func: Any, leaves: list[Any]) -> bool:
+def _probe_skips(func: Any, args: tuple, kwargs: dict) -> bool:
     """Ops the probe leaves alone: not aten, random (a probe would draw from the generator),
     views, and factories and ops that take sizes (a probe could allocate what the program asks
-    for) except factories whose numbers are tiny (``arange(3, dtype=complex64)``)."""
+    for) except factories whose numbers are tiny (``arange(3, dtype=complex64)``). A Scalar
+    argument is a value, never a size (``scalar_tensor(2**31, dtype=int32)``, how ``torch.where``
+    takes a number; ``fill_(2**31)``), except for the ops whose Scalars bound their result's size
+    (``arange``); ops whose only sizes are a ``size`` list are probed at that list's emptiness
+    (``_shrunk``)."""
     kind = _PROBE_KIND.get(func)
     if kind is None:
         kind = _PROBE_KIND[func] = _probe_kind(func)
-    if kind == "skip":
-        return True
-    if kind == "factory":
-        return any(type(x) in (int, float) and not abs(x) <= 64 for x in leaves)
-    return kind == "op" and any(type(x) is int and abs(x) > 4096 for x in leaves)
+    if kind in ("skip", "pointwise", "sized"):
+        return kind == "skip"
+    if kind == "factory" and func._overloadpacket.__name__ in _SIZE_SCALARS:
+        return not _elements(func, args, kwargs) <= 64
+    limit = 64 if kind == "factory" else 4096
+    types = (int, float) if kind == "factory" else (int,)
+    values = _value_args(func)
+    numbers = [v for i, v in enumerate(args) if i not in values] + [v for k, v in kwargs.items() if k not in values]
+    return any(type(x) in types and not abs(x) <= limit for x in pytree.tree_leaves(numbers))
 
 
 #: per op, what ``_probe_skips`` reads off its schema and tags (computed once: capture asks per op)
 _PROBE_KIND: dict[Any, str] = {}
+#: per op, the positions and names of its Scalar arguments that are values, not sizes (computed once)
+_VALUE_ARGS: dict[Any, frozenset[int | str]] = {}
+#: ops whose Scalar arguments bound the size of their result (``arange(2**40)``)
+_SIZE_SCALARS = frozenset({"arange", "range", "linspace", "logspace"})
+
+
+def _elements(func: Any, args: tuple, kwargs: dict) -> float:
+    """How many elements ``arange``/``range``/``linspace``/``logspace`` make (nan where unknown)."""
+    import math
+
+    if func._overloadpacket.__name__ in ("linspace", "logspace"):
+        steps = args[2] if len(args) > 2 else kwargs.get("steps")
+        return float(steps) if type(steps) is int else math.nan
+    nums = [a for a in args if type(a) in (int, float, bool)]
+    if len(nums) != len(args) or not 1 <= len(nums) <= 3:
+        return math.nan
+    start, end, step = (0, nums[0], 1) if len(nums) == 1 else (nums[0], nums[1], nums[2] if len(nums) > 2 else 1)
+    try:
+        return abs((end - start) / step) + 1
+    except (ZeroDivisionError, OverflowError):
+        return math.nan
+
+
+def _value_args(func: Any) -> frozenset[int | str]:
+    hit = _VALUE_ARGS.get(func)
+    if hit is None:
+        args = func._schema.arguments
+        hit = frozenset() if func._overloadpacket.__name__ in _SIZE_SCALARS else frozenset(
+            k for i, a in enumerate(args) if str(a.type) in ("number", "Optional[number]") for k in (i, a.name))
+        _VALUE_ARGS[func] = hit
+    return hit
 
 
 def _probe_kind(func: Any) -> str:
     """"skip" (never probed), "factory" (no tensor argument: probed when its numbers are tiny),
-    "pointwise" (always probed) or "op" (probed unless an int argument is large)."""
+    "pointwise" (always probed), "sized" (its sizes are one ``size`` list, and it takes a Scalar:
+    probed at that list's emptiness, ``full``, ``new_full``) or "op" (probed unless an int
+    argument that is no Scalar value is large)."""
     if getattr(func, "namespace", None) != "aten" or func.is_view:
         return "skip"
     if {torch.Tag.nondeterministic_seeded, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view} & set(func.tags):
         return "skip"
     schema = func._schema
+    lists = [a for a in schema.arguments if "List[int]" in str(a.type) or "SymInt[]" in str(a.type)]
+    if lists and [a.name for a in lists] == ["size"] and any(str(a.type) == "number" for a in schema.arguments):
+        return "sized"
     if not any("Tensor" in str(a.type) for a in schema.arguments):
-        if any("List[int]" in str(a.type) or "SymInt[]" in str(a.type) for a in schema.arguments):
-            return "skip"
-        return "factory"
-    if any("List[int]" in str(a.type) and a.name not in ("dim", "dims") for a in schema.arguments):
+        return "skip" if lists else "factory"
+    if any(a.name not in ("dim", "dims") for a in lists):
         return "skip"
     return "pointwise" if torch.Tag.pointwise in func.tags else "op"
+
+
+def _shrunk(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """A "sized" op's arguments with each extent of its ``size`` list cut to at most 2 (a symbolic
+    one: 2, see ``_probe_key``): the probe allocates almost nothing, and sees an empty or
+    one-element result as eager does."""
+    pos = next(i for i, a in enumerate(func._schema.arguments) if a.name == "size")
+
+    def small(size: Any) -> list[int]:
+        out = []
+        for n in size:
+            v = n if isinstance(n, int) else n.node.maybe_as_int()
+            out.append(2 if v is None or v > 1 else v)
+        return out
+
+    if len(args) > pos:
+        return (*args[:pos], small(args[pos]), *args[pos + 1:]), kwargs
+    if "size" in kwargs:
+        return args, {**kwargs, "size": small(kwargs["size"])}
+    return args, kwargs
 
 
 def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
@@ -252,12 +316,14 @@ def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
     promotes otherwise (``pow(bool, False)`` is bool in eager, int64 on meta), eager's dtype wins."""
     from torch.utils._python_dispatch import _disable_current_modes
 
+    if _probe_skips(func, args, kwargs):
+        return None
+    if _PROBE_KIND[func] == "sized":
+        args, kwargs = _shrunk(func, args, kwargs)
     if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
         leaves, spec = list(args), None  # the common case, without pytree's cost (capture calls this per op)
     else:
         leaves, spec = pytree.tree_flatten((args, kwargs))
-    if _probe_skips(func, leaves):
-        return None
     key = _probe_key(func, leaves)
     if key is None:
         return None
