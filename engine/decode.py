@@ -35,7 +35,11 @@ class Decoder:
         self.ns = Namespace([v.name for v in original.inputs])
         self.memo: dict[str, Any] = {}
         self.nodes: list[Node] = []
-        self.device = next((v.type.device for v in original.inputs if isinstance(v.type, TensorType)), "cpu")
+        # where ops without tensor operands (full, iota) make their results: the program's device (a
+        # CPU 0-d input beside CUDA tensors is a scalar; a program of creation ops alone has no input)
+        devs = [v.type.device for v in [*original.inputs, *(o for n in original.nodes for o in n.outs)]
+                if isinstance(v.type, TensorType)]
+        self.device = next((d for d in devs if d != "cpu"), "cpu")
         self.opaque_memo: dict[str, tuple[Var, ...]] = {}
         self.rank: dict[int, int] = {}  # id(opaque node) -> its position in the captured program
 
@@ -122,7 +126,9 @@ class Decoder:
         elif op in EGG_SPECS:
             spec = EGG_SPECS[op]
             args = tuple(self.arg(k, c) for k, c in zip(spec.sig, n.children))
-            t = infer(spec.name, args, self.device)
+            operands = any(isinstance(a, Var) or (isinstance(a, (tuple, list)) and any(isinstance(b, Var) for b in a))
+                           for a in args)
+            t = infer(spec.name, args, None if operands else self.device)
             v = Var(self.fresh(cid, spec.name), t)
             self.nodes.append(Node(spec.name, args, {}, (v,)))
             out = v

@@ -305,14 +305,11 @@ def _result_dtype(op: str, args: tuple) -> str:
 
 
 def _device(args: tuple) -> str:
-    for a in args:
-        if isinstance(a, Var) and isinstance(a.type, TensorType):
-            return a.type.device
-        if isinstance(a, (tuple, list)):
-            for b in a:
-                if isinstance(b, Var) and isinstance(b.type, TensorType):
-                    return b.type.device
-    return "cpu"
+    """The device of an elementwise result: its operands', where a CPU 0-d tensor counts as a
+    scalar (eager: ``cpu_scalar * cuda_tensor`` is on CUDA)."""
+    devs = [(v.type.device, v.type.rank) for a in args for v in (a if isinstance(a, (tuple, list)) else (a,))
+            if isinstance(v, Var) and isinstance(v.type, TensorType)]
+    return next((d for d, r in devs if d != "cpu" or r > 0), devs[0][0] if devs else "cpu")
 
 
 # ---------------------------------------------------------------- meaning as torch code

@@ -94,11 +94,6 @@ class _Fusion:
         devs = [v.type.device for v in [*emitted.outputs, *emitted.inputs]
                 if isinstance(v, Var) and isinstance(v.type, TensorType)]
         self.device = torch.device(devs[0]) if devs else None
-        # nvFuser makes a fusion without tensor inputs (arange, full, zeros alone) on the CPU,
-        # whatever device it is given (seen on an H100): its outputs are moved where eager makes them
-        self.place_outputs = self.device is not None and self.device.type == "cuda" and not any(
-            isinstance(v, Var) and isinstance(v.type, TensorType) and v.type.device.startswith("cuda")
-            for v in emitted.inputs)
         self.on_torch: Any = None  # the reference executor's definition, once nvFuser has failed
 
     def _on_torch(self) -> Any:
@@ -144,8 +139,6 @@ class _Fusion:
                                  "executor) from now on", self.emitted.name, type(e).__name__,
                                  (str(e).strip().splitlines() or [""])[0][:200])
             return self.on_torch.execute(inputs, device=self.device)
-        if self.place_outputs:
-            outs = [o.to(self.device) if isinstance(o, torch.Tensor) else o for o in outs]
         for i in self.alias_pos:  # a non-contiguous buffer was written through a contiguous copy
             if args[i] is not inputs[i]:
                 inputs[i].copy_(args[i])

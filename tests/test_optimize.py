@@ -81,3 +81,19 @@ def test_printed_ce_plan_has_no_full_size_intermediate():
     assert "fd.ops.take_along_axis" in text or "fd.ops.iota" in text
     body = text.split("def computation")[-1]
     assert "eager.gather(" not in body and "aten.gather" not in body  # no gather fallback (checks name the rule)
+
+
+def test_results_of_creation_ops_alone_are_made_on_the_programs_device():
+    """A program without tensor inputs (``torch.zeros(..., device=d)``) gives its results on d;
+    the optimizer's decoder took the device from the first input and fell back to the CPU (an H100
+    OpInfo run: arange/full/zeros/ones on CUDA came back on the CPU). meta stands in for CUDA."""
+    from satfuse.engine.ir import TensorType, Var
+    from satfuse.engine.vocab import infer
+
+    for fn in (lambda: torch.zeros(10, dtype=torch.bfloat16, device="meta"),
+               lambda: torch.arange(-1, 2, 2, dtype=torch.int32, device="meta") * 3):
+        out = satfuse.optimize(fn)()
+        assert out.device.type == "meta" and out.dtype == fn().dtype and out.shape == fn().shape
+    # a CPU 0-d tensor beside a tensor on another device counts as a scalar (eager's rule)
+    s, x = Var("s", TensorType("f32", (), "cpu")), Var("x", TensorType("f32", (3,), "meta"))
+    assert infer("mul", (s, x)).device == "meta" and infer("mul", (s, 2.0)).device == "cpu"
