@@ -277,6 +277,54 @@ def test_unused_number_operand_that_does_not_fit_raises_like_eager(op, shape, dt
     assert_like_eager(f, lambda *a: satfuse.optimize(f, *a)(*a), torch.zeros(shape, dtype=dtype))
 
 
+def _empty(kind, shape):
+    """An empty tensor: fresh (a 0-byte storage), or an empty view at the start or the end of a
+    storage of 8 elements."""
+    if kind == "fresh":
+        return torch.zeros(shape)
+    return torch.zeros(8)[:0].view(shape) if kind == "start" else torch.zeros(8)[8:].view(shape)
+
+
+_INDEX_INTO_EMPTY = {
+    "index-fill": lambda t, i: t.index_fill_(0, i, 1.0),
+    "index-fill-tensor": lambda t, i: t.index_fill_(0, i, torch.tensor(1.0)),
+    "index-fill-of-to": lambda t, i: t.to(torch.float32).index_fill_(0, i, True),  # t itself
+    "index-fill-out-of-place": lambda t, i: t.index_fill(0, i, 1.0),
+    "index-copy": lambda t, i: t.index_copy_(0, i, torch.ones(4, *t.shape[1:])),
+    "index-fill-of-a-slice": lambda t, i: torch.zeros(3)[:0].index_fill_(0, i, 1.0),
+}
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 2), (2, 0)])
+@pytest.mark.parametrize("kind", ["fresh", "start", "end"])
+@pytest.mark.parametrize("op", list(_INDEX_INTO_EMPTY))
+def test_index_write_into_an_empty_dim_raises_eagers_error(op, kind, shape):
+    """``x.index_fill_(0, idx, v)`` with ``x.size(0) == 0``: eager raises whatever the indices, and
+    which error depends on x's storage: setStorage's RuntimeError where x's storage ends before one
+    row past its offset (a fresh empty tensor), IndexError where it does not (an empty view of a
+    larger storage). The plan's own value has a storage of its own, so capture raises eager's error
+    for these inputs, jit runs such calls eagerly (found by bench/fuzz.py, jit seed 9902 #5967)."""
+    fn = _INDEX_INTO_EMPTY[op]
+
+    def f(t, i):
+        fn(t, i)
+        return (t * 1,)
+
+    idx = torch.tensor([0, 3, 1, 2])
+    try:  # fresh inputs for each run (a clone would drop the storage the error depends on)
+        f(_empty(kind, shape), idx)
+        err = None
+    except Exception as e:  # noqa: BLE001 - eager's error is the reference
+        err = type(e)
+    for run in (lambda t, i: satfuse.optimize(f, _empty(kind, shape), idx)(t, i), satfuse.jit(f, dynamic=True)):
+        if err is None:
+            assert_like_eager(f, run, _empty(kind, shape), idx)
+            continue
+        with pytest.raises(err) as got:
+            run(_empty(kind, shape), idx)
+        assert err is IndexError or not isinstance(got.value, IndexError), f"IndexError where eager raises {err}"
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.bool, torch.float32])
 def test_softmax_of_an_empty_tensor(dtype):
     for shape, dim in (((0, 1), 0), ((1, 0), 0), ((2, 0), 1), ((0,), 0)):

@@ -39,6 +39,10 @@ class EagerDtypeRefusal(EagerRefusal, NotImplementedError):
     """Eager's kernel is not compiled for these dtypes (eager raises NotImplementedError)."""
 
 
+class EagerIndexRefusal(EagerRefusal, IndexError):
+    """Eager's index check refuses these arguments whatever their values (eager raises IndexError)."""
+
+
 #: c10's ScalarType names, as eager's messages spell dtypes
 _SCALAR_NAMES = {torch.int64: "Long", torch.int32: "Int", torch.int16: "Short", torch.int8: "Char",
                  torch.uint8: "Byte", torch.bool: "Bool", torch.float32: "Float", torch.float64: "Double",
@@ -144,8 +148,48 @@ def _storage_bytes(x: Any) -> int:
     have = x.untyped_storage().nbytes()
     if isinstance(x, FunctionalTensor):
         inner = torch._from_functional_tensor(x.elem)
-        have = max(optimization_hint(have), optimization_hint(inner.untyped_storage().nbytes()))
+        # an input's own storage, as functionalization recorded it (a view of an input may hold 0 bytes)
+        first = torch._functionalize_get_storage_size(x.elem, True)
+        have = max(optimization_hint(n) for n in (have, inner.untyped_storage().nbytes(), first))
     return have
+
+
+def _index_into_empty(op: Callable) -> Callable:
+    """``x.index_fill_(dim, idx, v)`` / ``x.index_copy_(dim, idx, src)`` with ``x.size(dim) == 0``
+    and a non-empty ``idx``: eager raises whatever the index values, and which error depends on
+    x's storage, which a plan's own value does not have. Eager's kernel views ``x`` with ``dim``
+    restrided to ``idx.numel()`` elements of stride 0 (``setStorage`` refuses where x's storage
+    ends before its offset plus one row: a fresh empty tensor), then checks each index (IndexError:
+    an empty view of a larger storage). Raised here, as eager would for these inputs (the op's own
+    checks first); where another dim is empty eager checks nothing."""
+
+    def checked(x: Any, dim: int, index: Any, *args: Any, **kwargs: Any) -> Any:
+        from torch.fx.experimental.symbolic_shapes import optimization_hint, statically_known_true
+
+        out = op(x, dim, index, *args, **kwargs)
+        if x.dim() == 0 or index.dtype != torch.int64 or type(dim) is not int:
+            return out
+        d = dim % x.dim()
+        # a symbolic extent is never 0 (the ShapeEnv specializes 0 and 1): only a static 0 counts
+        if not statically_known_true(x.size(d) == 0) or statically_known_true(index.numel() == 0) or any(
+                statically_known_true(s == 0) for k, s in enumerate(x.size()) if k != d):
+            return out
+        size = [optimization_hint(s) for s in x.size()]  # the error's kind only: no guard
+        stride = [optimization_hint(t) for t in x.stride()]
+        offset, n = optimization_hint(x.storage_offset()), optimization_hint(index.numel())
+        need = (offset + sum((s - 1) * t for k, (s, t) in enumerate(zip(size, stride)) if k != d) + 1) * x.element_size()
+        have = _storage_bytes(x)
+        name = op._overloadpacket.__name__ if hasattr(op, "_overloadpacket") else "index_fill_"
+        if need > have:
+            rows = [n if k == d else s for k, s in enumerate(size)]
+            strides = [0 if k == d else t for k, t in enumerate(stride)]
+            raise EagerRefusal(
+                f"setStorage: sizes {rows}, strides {strides}, storage offset {offset}, and itemsize "
+                f"{x.element_size()} requiring a storage size of {need} are out of bounds for storage of size {have}")
+        prefix = "index_copy_(): " if name == "index_copy_" else ""
+        raise EagerIndexRefusal(f"{prefix}index out of bounds for dimension {d} with size 0 ({name} of an empty dim)")
+
+    return checked
 
 
 #: aten op packet -> wrapper of its decomposition
@@ -155,6 +199,8 @@ CHECKS: dict[Any, Callable[[Callable], Callable]] = {
     aten.constant_pad_nd: _negative_pad,
     aten.as_strided: _strided_bounds,
     aten.as_strided_: _strided_bounds,
+    aten.index_fill_: _index_into_empty,
+    aten.index_copy_: _index_into_empty,
     aten.nll_loss_forward: _nll_target(False, 1),
     aten.nll_loss2d_forward: _nll_target(True, 1),
     aten.nll_loss_backward: _nll_target(False, 2),
