@@ -79,6 +79,15 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "the tensor keeps eager's; a view then needs strides the value does not have (a PyTorch limitation)",
     ),
     Unsupported(
+        "stride() or is_contiguous() of a view of a tensor the program wrote, where torch's functionalization "
+        "gives the view another memory layout than eager's and the answer differs (or a copy-or-view decision "
+        "that views in eager and would copy here)",
+        r"of a view of a tensor the program wrote: torch's functionalization gives the view another memory layout",
+        "functionalization views the written value, held in a layout of its own, while eager's tensor keeps its "
+        "strides (a PyTorch limitation); where eager copies (contiguous(), reshape) the program copies too "
+        "(engine/capture/layouts.py), but an answer about the layout itself cannot be eager's",
+    ),
+    Unsupported(
         "a dtype the IR has no place for (complex32, the float8 and quantized dtypes, uint16/32/64)",
         r"dtype torch\.\w+ is not supported by satfuse",
         "the vocabulary, the cost model and nvFuser's DataType cover the dtypes of engine/ir.py DTYPE_NAMES; "

@@ -381,8 +381,8 @@ class _Emitter:
         op, out = n.op, n.out
         ot = out.type
         args = list(n.args)
-        if op in COMPARISONS:
-            c = _promote(args)
+        if op in COMPARISONS or op in ("logical_and", "logical_or"):
+            c = _promote(args)  # eager tests its operands in their common dtype: int64 -2**63 is 0 beside int32
         elif op in LOGICAL:
             c = None
         else:

@@ -1149,3 +1149,42 @@ def test_a_view_returned_before_an_in_place_view_op_keeps_its_geometry(make):
     x = torch.randn(2, 3)
     t1, _ = make(f, [x.clone()])(x)
     assert t1.shape == (2, 3) and x.shape == (2, 3, 1) and t1.data_ptr() == x.data_ptr()
+
+
+def _contiguous_of_a_view_after_scatter(a, i):
+    a.scatter_(2, i, torch.ones_like(i, dtype=a.dtype))
+    t3 = a.chunk(1, -2)[0]
+    t4 = t3.contiguous()  # eager copies (t3 keeps a's transposed layout); a later write must not show through
+    t3.clamp_(math.inf, 2)
+    return t4, t3[:, :].reshape(-1) * 1
+
+
+def _stride_of_a_view_after_scatter(a, i):
+    a.scatter_(2, i, torch.ones_like(i, dtype=a.dtype))
+    return a[:, :] * a[:, :].stride(1)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_layout_decisions_on_views_of_written_tensors_follow_eager(dynamic):
+    """Functionalization views a written value in a layout of its own (contiguous, after scatter_
+    of a transposed tensor), so contiguous() and reshape would alias where eager copies (jit fuzz
+    9991 #3): they copy as eager does; a stride() that differs is refused as listed."""
+    from satfuse.engine.unsupported import listed
+
+    def make():
+        return torch.randn(4, 2, 4, dtype=torch.float16).permute(0, 2, 1), torch.zeros(4, 4, 1, dtype=torch.long)
+
+    torch.manual_seed(0)
+    args = make()
+    want_in = [x.clone() for x in args]
+    want = _contiguous_of_a_view_after_scatter(*want_in)
+    got_in = [x.clone() for x in args]
+    plan = satfuse.jit(_contiguous_of_a_view_after_scatter, dynamic=True) if dynamic else satfuse.optimize(
+        _contiguous_of_a_view_after_scatter, *[x.clone() for x in args])
+    got = plan(*got_in)
+    _same(got, want)
+    for g, w in zip(got_in, want_in):
+        assert torch.equal(g, w)
+    with pytest.raises(satfuse.CaptureError) as e:
+        satfuse.optimize(_stride_of_a_view_after_scatter, *make(), options={"dynamic": dynamic})
+    assert listed(str(e.value))

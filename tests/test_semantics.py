@@ -762,3 +762,15 @@ def test_lerp_of_an_integer_start_raises_like_eager_even_unused():
         f(b)
     with pytest.raises(RuntimeError, match="expected dtype"):
         satfuse.optimize(f, b)
+
+
+@pytest.mark.parametrize("op", [torch.logical_and, torch.logical_or, torch.logical_xor, torch.lt, torch.eq])
+def test_logical_ops_test_operands_in_their_common_dtype(op):
+    """Eager computes a binary logical op in its operands' common dtype: a 0-d int64 -2**63 beside an
+    int32 tensor is cast to int32 (0) first, so logical_and is False (jit fuzz 9991 #259)."""
+    def f(c, b):
+        return op(c.prod(0), b), op(b, c.prod(0) * 0 + 2**32), op(c.double().sum() * 1e-320, b.float())
+
+    c, b = torch.tensor([3, -2**63]), torch.tensor([0, -5, 1], dtype=torch.int32)
+    check_optimize(f, c, b)
+    check_jit(f, (c, b), (torch.tensor([2**62, 2, 5]), torch.tensor([1, 0, 7, 2**31 - 1], dtype=torch.int32)))

@@ -38,6 +38,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .eager_checks import probe_kernel, with_eager_check
+from .layouts import Diverged, LayoutDecisions, LayoutDivergenceError
 
 
 class TracingLock:
@@ -121,8 +122,11 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             autocast = _get_autocast_states()
             check.track_inputs(f_args, [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and sum(
                 b is a for b in args) > 1])
-            with check:
-                outs = flat_fn(*f_args)
+            with check, LayoutDecisions(check.diverged):
+                try:
+                    outs = flat_fn(*f_args)
+                except LayoutDivergenceError as e:
+                    raise OrderDependentWriteError(str(e)) from None
             if autocast != _get_autocast_states():
                 raise RuntimeError("the program changes the autocast state (enters an autocast context it does "
                                    "not leave): a plan cannot change it for the caller")
@@ -715,6 +719,8 @@ class EagerRewrites(_OverlapCheck):
         self.repeated: set[int] = set()
         self.track_inputs(inputs)
         self.written: set[int] = set()  # the storages in ``inputs`` that the program wrote
+        self.written_any: set[int] = set()  # every storage the program wrote (inputs and its own tensors)
+        self.diverged = Diverged()  # views of written tensors whose layout is not eager's (layouts.py)
         #: in-place view ops on inputs, in program order: (input position, method, arguments)
         self.restrides: list[tuple[int, str, tuple]] = []
         self.spread: dict[int, torch.Tensor] = {}  # views of views holding an element twice (kept alive)
@@ -780,6 +786,7 @@ class EagerRewrites(_OverlapCheck):
             for a, v in zip(func._schema.arguments, args):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
                     sid = _storage_id(v)
+                    self.written_any.add(sid)
                     if sid in self.inputs:
                         self.written.add(sid)
                     for i, x in self.inputs.get(sid, ()):  # before torch's view replay of the written expanded input can fail
@@ -803,6 +810,9 @@ class EagerRewrites(_OverlapCheck):
                 return twin
             return self._in_eagers_dtype(func, args, kwargs)
         out = self._checked(func, args, kwargs)
+        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and (
+                _storage_id(args[0]) in self.written_any or id(args[0]) in self.diverged.eager):
+            self.diverged.view(func, args, kwargs, out)  # eager's layout, where functionalization's differs
         if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
                 out, torch.Tensor) and (id(args[0]) in self.spread or _holds_an_element_twice(out)):
             self.spread[id(out)] = out

@@ -1,0 +1,139 @@
+"""Eager's memory layout of views of written tensors, and the program's decisions that read it.
+
+In eager a write never changes a tensor's strides. Functionalization holds a written value in a
+layout of its own (what the functional op's kernel returns: contiguous for ``scatter`` of a
+transposed tensor, for ``sub`` of a tensor with gaps), and a view taken after the write gets its
+strides from that value. Returned views are rebuilt at eager's geometry afterwards
+(``functional._eager_outputs``), but a decision the program makes *while* it runs can read the
+wrong layout: ``t.contiguous()`` returns ``t`` itself where eager copies (a later write to ``t``
+then shows through the "copy"), ``t.reshape(...)`` views where eager copies, ``t.stride()`` and
+``t.is_contiguous()`` answer differently.
+
+:class:`Diverged` records, for each view whose strides differ from eager's, a fake tensor with
+eager's geometry (the same view op replayed on a fresh tensor of the operand's eager geometry).
+:class:`LayoutDecisions` (a torch-function mode: these calls never reach dispatch as such) makes
+a copy-or-view decision on such a view follow eager's where eager copies, and refuses the rest
+of the decisions whose answer differs between the two layouts; where they agree the program
+runs on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+
+class LayoutDivergenceError(RuntimeError):
+    """A layout decision of the program reads a view whose eager layout functionalization lost."""
+
+
+def _fresh(like: torch.Tensor) -> torch.Tensor:
+    """A new tensor of ``like``'s sizes, strides and dtype (outside every mode but the fake one)."""
+    return torch.empty_strided(like.shape, like.stride(), dtype=like.dtype, device=like.device)
+
+
+@contextlib.contextmanager
+def _outside_functionalization():
+    """No dispatch mode but the fake one: ops make plain fake tensors, traced nowhere."""
+    from torch._guards import detect_fake_mode
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    fake = detect_fake_mode()
+    with _disable_current_modes(), torch._C.DisableTorchFunction(), \
+            (fake if fake is not None else contextlib.nullcontext()):
+        yield
+
+
+def _same_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    return a.dim() == b.dim() and all(statically_known_true(n < 2) or statically_known_true(x == y)
+                                      for n, x, y in zip(a.shape, a.stride(), b.stride()))
+
+
+class Diverged:
+    """Views whose functional strides are not eager's, by ``id``, with eager's geometry."""
+
+    def __init__(self) -> None:
+        self.eager: dict[int, tuple[torch.Tensor, torch.Tensor | None]] = {}  # id -> (view, eager's or None)
+
+    def geometry(self, t: torch.Tensor) -> torch.Tensor | None:
+        """``t``'s eager geometry where it differs (None: unknown), or ``t`` itself."""
+        hit = self.eager.get(id(t))
+        return t if hit is None else hit[1]
+
+    def view(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """After the view op ``func`` of a written tensor made ``out``: record where its layout
+        differs from eager's (the op replayed on a fresh tensor of the operand's eager geometry)."""
+        base = self.geometry(args[0])
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        wants: list[Any] = [None] * len(outs)
+        if base is not None:
+            try:
+                with _outside_functionalization():
+                    want = func(_fresh(base), *args[1:], **kwargs)
+                wants = list(want) if isinstance(want, (tuple, list)) else [want]
+            except Exception:  # noqa: BLE001 - no replay: eager's layout is unknown
+                wants = [None] * len(outs)
+        if len(wants) != len(outs):
+            wants = [None] * len(outs)
+        for o, w in zip(outs, wants):
+            if isinstance(o, torch.Tensor) and (w is None or not _same_strides(o, w)):
+                self.eager[id(o)] = (o, w)
+
+
+def _decision(method: str, t: torch.Tensor, args: tuple, kwargs: dict) -> Any:
+    """What ``t.method(*args)`` decides from ``t``'s layout: copy or view (as a bool: copies), or
+    the queried value (``stride``, ``is_contiguous``)."""
+    with _outside_functionalization():
+        x = _fresh(t)
+        if method in ("stride", "is_contiguous"):
+            return getattr(x, method)(*args, **kwargs)
+        r = getattr(torch.Tensor, method)(x, *args, **kwargs)
+        return r.untyped_storage()._cdata != x.untyped_storage()._cdata
+
+
+#: the Tensor methods (and torch functions of the same meaning) whose result depends on the layout
+_LAYOUT: dict[Callable, str] = {
+    torch.Tensor.contiguous: "contiguous", torch.Tensor.reshape: "reshape", torch.reshape: "reshape",
+    torch.Tensor.reshape_as: "reshape_as", torch.Tensor.flatten: "flatten", torch.flatten: "flatten",
+    torch.Tensor.ravel: "ravel", torch.ravel: "ravel", torch.Tensor.stride: "stride",
+    torch.Tensor.is_contiguous: "is_contiguous",
+}
+
+
+class LayoutDecisions(TorchFunctionMode):
+    """A layout decision on a view in :class:`Diverged` whose answer differs between
+    functionalization's layout and eager's: where eager copies (``contiguous``, ``reshape``,
+    ``flatten``) and the written value's layout would view, the program copies, as eager does;
+    any other difference (eager views where this would copy, ``stride()``, ``is_contiguous()``)
+    is refused."""
+
+    def __init__(self, diverged: Diverged) -> None:
+        super().__init__()
+        self.diverged = diverged
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        method = _LAYOUT.get(func)
+        if method is not None and args and isinstance(args[0], torch.Tensor) and id(args[0]) in self.diverged.eager:
+            t, rest = args[0], args[1:]
+            eager = self.diverged.geometry(t)
+            try:
+                mine, theirs = _decision(method, t, rest, kwargs), _decision(method, eager, rest, kwargs)
+            except Exception:  # noqa: BLE001 - a decision that cannot be replayed is not known to agree
+                mine, theirs = None, object()
+            if mine != theirs:
+                if theirs is True and mine is False:  # eager copies where the written value's layout would view
+                    mf = kwargs.get("memory_format", rest[0] if method == "contiguous" and rest else None)
+                    copy = torch.Tensor.clone(t, memory_format=mf or torch.contiguous_format)
+                    return copy if method == "contiguous" else func(copy, *rest, **kwargs)
+                raise LayoutDivergenceError(
+                    f"{method}() of a view of a tensor the program wrote: torch's functionalization gives the view "
+                    "another memory layout than eager's (it views the written value, which it holds in a layout of "
+                    f"its own), and {method}()'s answer depends on it: clone() the tensor after the write, or take "
+                    "the view before it")
+        return func(*args, **kwargs)
