@@ -557,8 +557,14 @@ def _cat(e: _Emitter, n: Node) -> str:
 def _pad(e: _Emitter, n: Node) -> str:
     ot = n.out.type
     x, widths, value = n.args
+    fill = e.fill(value, ot.dtype)
+    if not isinstance(value, Var) and (ot.dtype == "b8" or ot.dtype.startswith("c")):
+        # nvFuser wants the pad value in the tensor's dtype class, and takes a Python bool or number
+        # as Int/Double (an H100 run: "pad value must have the same dtype" for bool and complex)
+        lit = repr(bool(value)) if ot.dtype == "b8" else repr(complex(value))
+        fill = f"fd.define_scalar({lit}, dtype={dt(ot.dtype)})"
     return e.new(e.vn(n.out), f"fd.ops.pad({e.h[id(x)]}, pad_widths={e.shape_list(widths)}, "
-                 f"value={e.fill(value, ot.dtype)})", ot.shape, ot.dtype)
+                 f"value={fill})", ot.shape, ot.dtype)
 
 
 @translates("iota")

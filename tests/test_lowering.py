@@ -185,3 +185,11 @@ def test_a_segment_nvfuser_fails_on_runs_on_torch_unless_it_wrote(monkeypatch, c
     with pytest.raises(RuntimeError, match="INTERNAL ASSERT"):
         p(x, b)
     assert torch.equal(x, a)
+
+
+def test_pad_of_bool_has_a_bool_value():
+    x = torch.rand(1, 3, 3) > 0.5
+    c = capture(lambda x: F.pad(x, (2, 2)), x)
+    plan = lower(c.trace, hints=c.symbol_hints, executor="reference")
+    assert "value=fd.define_scalar(False, dtype=DataType.Bool)" in plan.source
+    assert torch.equal(plan(x)[0], F.pad(x, (2, 2)))

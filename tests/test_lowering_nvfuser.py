@@ -154,3 +154,16 @@ def test_reference_result_dtypes_match_nvfuser(case):
     (got,) = fd.execute([torch.tensor([1, 2]), torch.ones(2, dtype=torch.half), torch.ones(2)])
     names = {v: k.name for k, v in ref.TORCH_DTYPE.items()}
     assert names[got.dtype] == str(real_out.dtype()).split(".")[-1]
+
+
+@pytest.mark.nvfuser
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int32, torch.int64, torch.float16, torch.bfloat16, torch.float32,
+                                   torch.float64])
+def test_pad_value_in_the_tensors_dtype_class(dtype):
+    """nvFuser takes a Python bool pad value as another dtype class than a Bool tensor's and refuses
+    the definition (an H100 OpInfo run): the value is a typed scalar."""
+    import torch.nn.functional as F
+
+    x = torch.ones(1, 3, 3, dtype=dtype)
+    c = capture(lambda x: F.pad(x, (2, 2)), x)
+    build_all(lower(c.trace, hints=c.symbol_hints, executor="reference"))

@@ -28,6 +28,8 @@ from typing import Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
+from .compat import hint
+
 aten = torch.ops.aten
 
 
@@ -143,14 +145,12 @@ def _storage_bytes(x: Any) -> int:
     input (``a[::2]``) a storage of its own elements only; the fake tensor it wraps keeps the real
     input's storage size (read on its hint: no guard)."""
     from torch._subclasses.functional_tensor import FunctionalTensor
-    from torch.fx.experimental.symbolic_shapes import optimization_hint
-
     have = x.untyped_storage().nbytes()
     if isinstance(x, FunctionalTensor):
         inner = torch._from_functional_tensor(x.elem)
         # an input's own storage, as functionalization recorded it (a view of an input may hold 0 bytes)
         first = torch._functionalize_get_storage_size(x.elem, True)
-        have = max(optimization_hint(n) for n in (have, inner.untyped_storage().nbytes(), first))
+        have = max(hint(n) for n in (have, inner.untyped_storage().nbytes(), first))
     return have
 
 
@@ -164,7 +164,7 @@ def _index_into_empty(op: Callable) -> Callable:
     checks first); where another dim is empty eager checks nothing."""
 
     def checked(x: Any, dim: int, index: Any, *args: Any, **kwargs: Any) -> Any:
-        from torch.fx.experimental.symbolic_shapes import optimization_hint, statically_known_true
+        from torch.fx.experimental.symbolic_shapes import statically_known_true
 
         out = op(x, dim, index, *args, **kwargs)
         if x.dim() == 0 or index.dtype != torch.int64 or type(dim) is not int:
@@ -174,9 +174,9 @@ def _index_into_empty(op: Callable) -> Callable:
         if not statically_known_true(x.size(d) == 0) or statically_known_true(index.numel() == 0) or any(
                 statically_known_true(s == 0) for k, s in enumerate(x.size()) if k != d):
             return out
-        size = [optimization_hint(s) for s in x.size()]  # the error's kind only: no guard
-        stride = [optimization_hint(t) for t in x.stride()]
-        offset, n = optimization_hint(x.storage_offset()), optimization_hint(index.numel())
+        size = [hint(s) for s in x.size()]  # the error's kind only: no guard
+        stride = [hint(t) for t in x.stride()]
+        offset, n = hint(x.storage_offset()), hint(index.numel())
         need = (offset + sum((s - 1) * t for k, (s, t) in enumerate(zip(size, stride)) if k != d) + 1) * x.element_size()
         have = _storage_bytes(x)
         name = op._overloadpacket.__name__ if hasattr(op, "_overloadpacket") else "index_fill_"

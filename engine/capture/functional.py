@@ -37,6 +37,7 @@ from torch.fx._lazy_graph_module import _use_lazy_graph_module
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .compat import is_inplace_variant
 from .eager_checks import probe_kernel, with_eager_check
 from .layouts import Diverged, LayoutDecisions, LayoutDivergenceError
 
@@ -597,25 +598,12 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return _storage_id(a) == _storage_id(b)
 
 
-_INPLACE_TAG = getattr(torch.Tag, "inplace", None)
-
-
-def _inplace_variant(func: Any) -> bool:
-    """``func`` is an op's in-place variant (``add_``): torch 2.13 tags it; torch 2.11 (the lent GPU
-    machines' build) has no such tag, and its schema says the same (``self`` is written)."""
-    if _INPLACE_TAG is not None:
-        return _INPLACE_TAG in func.tags
-    args = getattr(getattr(func, "_schema", None), "arguments", None)
-    first = args[0] if args else None
-    return bool(first is not None and not first.kwarg_only and first.alias_info is not None and first.alias_info.is_write)
-
-
 def _check_inplace_broadcast(func: Any, args: tuple) -> None:
     """An in-place pointwise op cannot grow its target: eager raises when the operands broadcast
     to another shape than ``self``'s (``t.atan2_(u)`` with ``t`` [2], ``u`` [1, 2]). Fake kernels
     of some ops skip the check, and the probe's tiny tensors lose the shapes. Symbolic extents
     are compared as torch's broadcasting compares them (each test a guard of the trace)."""
-    if not _inplace_variant(func) or not _elementwise(func) or not args:
+    if not is_inplace_variant(func) or not _elementwise(func) or not args:
         return
     shapes = [list(a.size()) for a in args if isinstance(a, torch.Tensor)]
     if len(shapes) < 2:

@@ -11,7 +11,6 @@ converted op by op (``convert.py``), and the ShapeEnv's assumptions become guard
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import math
@@ -29,6 +28,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 from .. import log
 from ..ir import IRError, Namespace, Trace
 from ..log import quiet_torch_tracing
+from .compat import compiling
 from .convert import CaptureError, Converter
 from .eager_checks import EagerRefusal, with_eager_checks
 from .foreach import foreach_decompositions
@@ -141,23 +141,6 @@ def _not_on_complex(decomp: Callable) -> Callable:
         return decomp(*args, **kwargs)
 
     return on_real
-
-
-@contextlib.contextmanager
-def _compiling() -> Any:
-    """``torch.compiler.is_compiling()`` is True inside. torch 2.13 has a context manager for it;
-    torch 2.11 (the lent GPU machines' build) has only the module flag it sets."""
-    session = getattr(torch.compiler, "_compile_session_context", None)
-    if session is not None:
-        with session():
-            yield
-        return
-    old = torch.compiler._is_compiling_flag
-    torch.compiler._is_compiling_flag = True
-    try:
-        yield
-    finally:
-        torch.compiler._is_compiling_flag = old
 
 
 @dataclass
@@ -286,7 +269,7 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
         # ``torch.compiler.is_compiling()`` is True while we trace, as in torch.compile and
         # non-strict export: libraries take their traceable path (HF's attention masks skip the
         # data-dependent ``(mask == 1).all()`` shortcut)
-        with mode, quiet_torch_tracing(), _compiling():
+        with mode, quiet_torch_tracing(), compiling():
             fg = trace_functional(flat_fn, fakes, decomposition_table())
             if fixed_floats is not None and any(isinstance(n.meta.get("val"), torch.SymFloat)
                                                 for n in fg.gm.graph.nodes):  # float args, or int math: k / 3

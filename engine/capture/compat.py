@@ -1,0 +1,51 @@
+"""The torch APIs capture uses that differ between the torch releases satfuse supports.
+
+pyproject admits torch 2.11 to 2.14: CI runs 2.13, and the lent GPU machines have 2.11 (their CUDA
+build), where ``bench/device.sh`` runs the nvFuser lane. Each shim uses the newer API where it
+exists and says what 2.11 has instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import torch
+
+
+@contextlib.contextmanager
+def compiling() -> Iterator[None]:
+    """``torch.compiler.is_compiling()`` is True inside (libraries take their traceable paths).
+    2.13 has a context manager for it; 2.11 has only the module flag it sets."""
+    session = getattr(torch.compiler, "_compile_session_context", None)
+    if session is not None:
+        with session():
+            yield
+        return
+    old = torch.compiler._is_compiling_flag
+    torch.compiler._is_compiling_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag = old
+
+
+_INPLACE_TAG = getattr(torch.Tag, "inplace", None)
+
+
+def is_inplace_variant(func: Any) -> bool:
+    """``func`` is an op's in-place variant (``add_``): 2.13 tags it; 2.11 has no such tag, and the
+    schema says the same (``self`` is written)."""
+    if _INPLACE_TAG is not None:
+        return _INPLACE_TAG in func.tags
+    args = getattr(getattr(func, "_schema", None), "arguments", None)
+    first = args[0] if args else None
+    return bool(first is not None and not first.kwarg_only and first.alias_info is not None
+                and first.alias_info.is_write)
+
+
+def hint(n: Any) -> int:
+    """A size's example value, without a guard (2.13: ``optimization_hint``; 2.11: ``size_hint``)."""
+    from torch.fx.experimental import symbolic_shapes as ss
+
+    return (getattr(ss, "optimization_hint", None) or ss.size_hint)(n)
