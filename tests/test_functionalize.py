@@ -1188,3 +1188,23 @@ def test_layout_decisions_on_views_of_written_tensors_follow_eager(dynamic):
     with pytest.raises(satfuse.CaptureError) as e:
         satfuse.optimize(_stride_of_a_view_after_scatter, *make(), options={"dynamic": dynamic})
     assert listed(str(e.value))
+
+
+def _sin_into_a_gapped_unfold(a):
+    t0 = a.unfold(-1, 2, 2)  # element 2 of a length-3 a is in no window
+    torch.sin(t0, out=t0)
+    return (t0,)
+
+
+def test_out_write_through_a_gapped_unfold_is_checked_like_an_in_place_one():
+    """``out=`` is a write like ``sin_``: through a symbolic unfold whose last step runs past the end
+    it is refused at capture (functionalization's inverse would zero the gap), so jit takes a static
+    plan, equal to eager (jit fuzz 9991 #4652: the out= argument was not seen as written)."""
+    with pytest.raises(satfuse.CaptureError, match="writes through an unfold"):
+        satfuse.optimize(_sin_into_a_gapped_unfold, torch.randn(3), options={"dynamic": True})
+    j = satfuse.jit(_sin_into_a_gapped_unfold, dynamic=True)
+    for n in (3, 5, 4, 3):
+        a = torch.randn(n, dtype=torch.float16)
+        want_a, got_a = a.clone(), a.clone()
+        _same(j(got_a), _sin_into_a_gapped_unfold(want_a))
+        assert torch.equal(got_a, want_a)

@@ -674,6 +674,12 @@ def _refuse_strided_replays(graph: torch.fx.Graph) -> None:
                 "the view before the write, clone() it, or use view/slicing ops")
 
 
+def _bound_arguments(func: Any, args: tuple, kwargs: dict) -> list[tuple[Any, Any]]:
+    """``func``'s schema arguments with the values this call gives them (positional, then keyword)."""
+    schema = func._schema.arguments
+    return [*zip(schema, args), *((a, kwargs[a.name]) for a in schema[len(args):] if a.name in kwargs)]
+
+
 class EagerRewrites(_OverlapCheck):
     """Ops whose functionalized form would mean something else than eager's, traced as what eager
     does (sits above functionalization in both passes):
@@ -771,7 +777,9 @@ class EagerRewrites(_OverlapCheck):
             nothing = _empty_write(func, args, kwargs)
             if nothing is not None:
                 return nothing
-            for a, v in zip(func._schema.arguments, args):
+            # every written argument, positional or keyword (out=): a write through ``out=t0`` of a gapped
+            # unfold is one through the unfold (jit fuzz 9991 #4652)
+            for a, v in _bound_arguments(func, args, kwargs):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
                     sid = _storage_id(v)
                     self.written_any.add(sid)
