@@ -277,6 +277,22 @@ def test_unused_number_operand_that_does_not_fit_raises_like_eager(op, shape, dt
     assert_like_eager(f, lambda *a: satfuse.optimize(f, *a)(*a), torch.zeros(shape, dtype=dtype))
 
 
+@pytest.mark.parametrize("op", ["where-other", "fill-inplace", "full-like", "masked-fill-inplace", "add-wraps"])
+def test_symbolic_int_operand_is_guarded_to_what_eager_accepts(op):
+    """``satfuse.jit``'s int arguments are symbols: the plan compiled for ``k = 5`` guards ``k`` to
+    the values eager's kernel converts to int32 (one compile for all of them), and a call with
+    ``k = 2**31`` runs eagerly, raising eager's overflow error."""
+    fn = _NUMBER_OPS[op]
+
+    def f(a, k):
+        fn(a, k)
+        return (a.clone(),)
+
+    a = torch.arange(4, dtype=torch.int32)
+    j = check_jit(f, *[(a, k) for k in (5, 7, -2**31, 2**31 - 1, 2**31, -2**31 - 1)])
+    assert j.stats()["compiles"] == 1
+
+
 def _empty(kind, shape):
     """An empty tensor: fresh (a 0-byte storage), or an empty view at the start or the end of a
     storage of 8 elements."""

@@ -359,21 +359,83 @@ def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
     """Raise what eager's kernel raises for ``func``'s dtypes and Scalar arguments alone (see the
     module doc); call it where the program's own ops are seen, under capture's modes. Returns the
     dtype of the real kernel's (single tensor) result, when the probe ran: where a meta kernel
-    promotes otherwise (``pow(bool, False)`` is bool in eager, int64 on meta), eager's dtype wins."""
-    from torch.utils._python_dispatch import _disable_current_modes
-
+    promotes otherwise (``pow(bool, False)`` is bool in eager, int64 on meta), eager's dtype wins.
+    A symbolic int Scalar (``satfuse.jit``'s int arguments) is probed at its hint, and the plan
+    guards it to the range of values the kernel accepts (``fill_(k)`` of int32: ``k < 2**31``)."""
     if _probe_skips(func, args, kwargs):
         return None
     if _PROBE_KIND[func] == "sized":
         args, kwargs = _shrunk(func, args, kwargs)
+    args, kwargs, symbolic = _hinted(func, args, kwargs)
+    err, dtype = _probe(func, args, kwargs)
+    if err is not None:
+        cls = EagerDtypeRefusal if isinstance(err, NotImplementedError) else EagerRefusal
+        raise cls(str(err).strip().splitlines()[0])
+    for where, sym in symbolic:
+        _guard_accepted(func, args, kwargs, where, sym)
+    return dtype
+
+
+def _hinted(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, list[tuple[int | str, Any]]]:
+    """``args``/``kwargs`` with each symbolic int at a Scalar value position replaced by its hint,
+    and those (position or name, symbol)."""
+    values = _value_args(func)
+    if not values:
+        return args, kwargs, []
+    symbolic = [(i, a) for i, a in enumerate(args) if i in values and isinstance(a, torch.SymInt)]
+    symbolic += [(k, a) for k, a in kwargs.items() if k in values and isinstance(a, torch.SymInt)]
+    symbolic = [(w, a) for w, a in symbolic if a.node.has_hint()]
+    for w, a in symbolic:
+        args, kwargs = _with(args, kwargs, w, int(a.node.hint))
+    return args, kwargs, symbolic
+
+
+def _with(args: tuple, kwargs: dict, where: int | str, value: Any) -> tuple[tuple, dict]:
+    if isinstance(where, int):
+        return (*args[:where], value, *args[where + 1:]), kwargs
+    return args, {**kwargs, where: value}
+
+
+def _guard_accepted(func: Any, args: tuple, kwargs: dict, where: int | str, sym: torch.SymInt) -> None:
+    """Guard ``sym`` (whose hint the kernel accepted at ``where``) to the values the kernel accepts:
+    eager's conversion of a Scalar refuses the values past the target dtype's range, so each side
+    is one bound, found by bisection between the hint and int64's end (probes on tiny tensors)."""
+    import sympy
+
+    hint = args[where] if isinstance(where, int) else kwargs[where]
+    env, expr = sym.node.shape_env, sym.node.expr
+
+    def refuses(v: int) -> bool:
+        return _probe(func, *_with(args, kwargs, where, v), keep=False)[0] is not None
+
+    for far, rel in ((2**63 - 1, sympy.Le), (-2**63, sympy.Ge)):
+        if not refuses(far):
+            continue
+        ok, bad = hint, far
+        while abs(bad - ok) > 1:
+            mid = (ok + bad) // 2
+            if refuses(mid):
+                bad = mid
+            else:
+                ok = mid
+        env.evaluate_expr(rel(expr, ok))
+
+
+def _probe(func: Any, args: tuple, kwargs: dict, keep: bool = True) -> tuple[BaseException | None, torch.dtype | None]:
+    """The real kernel's refusal and result dtype on tiny tensors like the arguments (cached per
+    probe key unless ``keep`` is False: a bisection's values); (None, None) where an argument is
+    symbolic."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
     if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
         leaves, spec = list(args), None  # the common case, without pytree's cost (capture calls this per op)
     else:
         leaves, spec = pytree.tree_flatten((args, kwargs))
     key = _probe_key(func, leaves)
     if key is None:
-        return None
-    if key not in _PROBED:
+        return None, None
+    hit = _PROBED.get(key)
+    if hit is None:
         if spec is None:
             leaves, spec = pytree.tree_flatten((args, kwargs))
         err: BaseException | None = None
@@ -389,9 +451,7 @@ def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
             except Exception as e:  # noqa: BLE001 - only the value-independent refusals count
                 if _KERNEL_REFUSAL.search(str(e)):
                     err = e
-        _PROBED[key] = (err, dtype)
-    err, dtype = _PROBED[key]
-    if err is not None:
-        cls = EagerDtypeRefusal if isinstance(err, NotImplementedError) else EagerRefusal
-        raise cls(str(err).strip().splitlines()[0])
-    return dtype
+        hit = (err, dtype)
+        if keep:
+            _PROBED[key] = hit
+    return hit
