@@ -386,7 +386,7 @@ def _hinted(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict, list[tup
     symbolic += [(k, a) for k, a in kwargs.items() if k in values and isinstance(a, torch.SymInt)]
     symbolic = [(w, a) for w, a in symbolic if a.node.has_hint()]
     for w, a in symbolic:
-        args, kwargs = _with(args, kwargs, w, int(a.node.hint))
+        args, kwargs = _with(args, kwargs, w, hint(a))
     return args, kwargs, symbolic
 
 
@@ -402,7 +402,7 @@ def _guard_accepted(func: Any, args: tuple, kwargs: dict, where: int | str, sym:
     is one bound, found by bisection between the hint and int64's end (probes on tiny tensors)."""
     import sympy
 
-    hint = args[where] if isinstance(where, int) else kwargs[where]
+    start = args[where] if isinstance(where, int) else kwargs[where]
     env, expr = sym.node.shape_env, sym.node.expr
 
     def refuses(v: int) -> bool:
@@ -411,7 +411,7 @@ def _guard_accepted(func: Any, args: tuple, kwargs: dict, where: int | str, sym:
     for far, rel in ((2**63 - 1, sympy.Le), (-2**63, sympy.Ge)):
         if not refuses(far):
             continue
-        ok, bad = hint, far
+        ok, bad = start, far
         while abs(bad - ok) > 1:
             mid = (ok + bad) // 2
             if refuses(mid):
