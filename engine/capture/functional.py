@@ -785,6 +785,9 @@ class EagerRewrites(_OverlapCheck):
                     self.written_any.add(sid)
                     if sid in self.inputs:
                         self.written.add(sid)
+                        for i, _ in self.inputs[sid]:  # a write after the input's own in-place view op
+                            if any(i == p for p, *_ in self.restrides):
+                                raise MetadataMutationError(_restrided_and_written(i))
                     for i, x in self.inputs.get(sid, ()):  # before torch's view replay of the written expanded input can fail
                         if _internal_overlap(x):
                             raise OverlappingInputWriteError(_overlapping_input_written(i))
