@@ -234,9 +234,11 @@ def _dead_bitwise_not(a):
     (lambda a: (a.view(a.shape), torch.minimum(a, a))[0], torch.zeros(0, 0, dtype=torch.complex64)),
     (lambda a: (a, torch.floor(a))[0], torch.zeros(2, dtype=torch.complex64)),
     (lambda a: (a, torch.sign(a))[0], torch.zeros(2, dtype=torch.complex64)),
+    (lambda a: (a, torch.arange(1000, dtype=torch.bool))[0], torch.zeros(2)),
+    (lambda a: (a, torch.linspace(0, 1, 1000, dtype=torch.bool))[0], torch.zeros(2)),
 ], ids=["dead-bitwise-not-float", "bitwise-not-float", "softmax-int", "clamp-int-overflow", "addcmul-value-overflow",
         "alpha-f16-overflow", "clamp-f16-overflow", "pow-int-overflow", "dead-minimum-complex-empty",
-        "dead-floor-complex", "dead-sign-complex"])
+        "dead-floor-complex", "dead-sign-complex", "dead-long-arange-bool", "dead-long-linspace-bool"])
 def test_eager_kernel_refusals_are_raised(fn, x):
     """What a real kernel refuses for the dtypes or a Scalar argument alone (fake tensors never
     check it) is refused with eager's exception type, also for an op whose result is unused."""

@@ -21,6 +21,7 @@ refused as eager refuses it, and a plan never computes what eager rejects.
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 from typing import Any, Callable
@@ -272,7 +273,7 @@ def _probe_skips(func: Any, args: tuple, kwargs: dict) -> bool:
     if kind in ("skip", "pointwise", "sized"):
         return kind == "skip"
     if kind == "factory" and func._overloadpacket.__name__ in _SIZE_SCALARS:
-        return not _elements(func, args, kwargs) <= 64
+        return math.isnan(_elements(func, args, kwargs))  # probed with fewer elements (``_fewer``)
     limit = 64 if kind == "factory" else 4096
     types = (int, float) if kind == "factory" else (int,)
     values = _value_args(func)
@@ -290,8 +291,6 @@ _SIZE_SCALARS = frozenset({"arange", "range", "linspace", "logspace"})
 
 def _elements(func: Any, args: tuple, kwargs: dict) -> float:
     """How many elements ``arange``/``range``/``linspace``/``logspace`` make (nan where unknown)."""
-    import math
-
     if func._overloadpacket.__name__ in ("linspace", "logspace"):
         steps = args[2] if len(args) > 2 else kwargs.get("steps")
         return float(steps) if type(steps) is int else math.nan
@@ -303,6 +302,20 @@ def _elements(func: Any, args: tuple, kwargs: dict) -> float:
         return abs((end - start) / step) + 1
     except (ZeroDivisionError, OverflowError):
         return math.nan
+
+
+def _fewer(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """``arange``/``range``/``linspace``/``logspace`` arguments making more than 64 elements, cut
+    to make one or two from the same start (its conversion to the dtype, and the dtype's own
+    refusal, ``arange(1000, dtype=torch.bool)``, are checked; the end's conversion is not)."""
+    if not _elements(func, args, kwargs) > 64:
+        return args, kwargs
+    if func._overloadpacket.__name__ in ("linspace", "logspace"):
+        return _with(args, kwargs, 2 if len(args) > 2 else "steps", 2)
+    if len(args) == 1:
+        return (1,), kwargs
+    step = args[2] if len(args) > 2 else 1
+    return (args[0], args[0] + step, *args[2:]), kwargs
 
 
 def _value_args(func: Any) -> frozenset[int | str]:
@@ -366,6 +379,8 @@ def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
         return None
     if _PROBE_KIND[func] == "sized":
         args, kwargs = _shrunk(func, args, kwargs)
+    elif _PROBE_KIND[func] == "factory" and func._overloadpacket.__name__ in _SIZE_SCALARS:
+        args, kwargs = _fewer(func, args, kwargs)
     args, kwargs, symbolic = _hinted(func, args, kwargs)
     err, dtype = _probe(func, args, kwargs)
     if err is not None:
