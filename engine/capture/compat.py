@@ -1,8 +1,12 @@
-"""The torch APIs capture uses that differ between the torch releases satfuse supports.
+"""The torch APIs capture uses that differ between torch releases.
 
-pyproject admits torch 2.11 to 2.14: CI runs 2.13, and the lent GPU machines have 2.11 (their CUDA
-build), where ``bench/device.sh`` runs the nvFuser lane. Each shim uses the newer API where it
-exists and says what 2.11 has instead.
+satfuse supports torch 2.13 and 2.14 (pyproject; CI runs 2.13). The lent GPU machines have 2.11
+(their CUDA build), where ``bench/device.sh`` runs the nvFuser lane, OpInfo on CUDA and the GPU
+benchmarks, so capture must run there too: each shim uses the newer API where it exists and says
+what 2.11 has instead. 2.11 is not supported beyond that: some of eager's own semantics differ
+(``clamp`` with a nan bound ignores it in 2.11 and propagates it in 2.13; some error messages and
+exception types), and satfuse follows 2.13's (the suite under 2.11: tests/test_semantics.py
+``test_clamp_with_nan_bound`` and four others fail).
 """
 
 from __future__ import annotations
