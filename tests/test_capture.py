@@ -205,3 +205,16 @@ def test_static_capture_of_a_data_dependent_extent_traces_again_with_a_shape_env
     assert isinstance(tr.outputs[0].type.shape[0], sympy.Expr) and not tr.outputs[0].type.shape[0].is_number
     got, _ = run_trace(tr, [x])
     assert torch.equal(got[0], torch.nonzero(x > 0))
+
+
+def test_eager_kernels_on_the_cpu_decompositions_for_the_nvfuser_target():
+    """gelu and layer_norm: a CPU capture keeps eager's own kernel (whose answers no decomposition
+    reproduces everywhere: gelu's erf form near 0, layer_norm's float statistics overflowing to nan),
+    while a meta (or CUDA) capture, the nvFuser target's, decomposes them so they fuse."""
+    def f(x, b):
+        return F.layer_norm(F.gelu(x + b), (8,)) * 2
+
+    cpu = capture(f, torch.randn(4, 8), torch.randn(8)).trace
+    meta = capture(f, torch.randn(4, 8, device="meta"), torch.randn(8, device="meta")).trace
+    assert {n.op for n in cpu.nodes} >= {"aten.gelu.default", "aten.native_layer_norm.default"}
+    assert not any(n.op.startswith("aten.") for n in meta.nodes), meta
