@@ -1238,3 +1238,28 @@ def test_write_after_an_inputs_in_place_view_op_is_refused_for_every_write_op():
         got_in, want_in = make(), make()
         _same(satfuse.jit(fn)(*got_in), fn(*want_in))
         assert all(torch.equal(x, y) and x.stride() == y.stride() for x, y in zip(got_in, want_in))
+
+
+def test_view_of_a_written_strided_input_raises_like_eager():
+    """``a.fmod_(-1); a.view(-1)`` with ``a`` strided: eager's view cannot take a's strides and
+    raises; functionalization views the written value (contiguous) and succeeded, so the plan
+    returned (jit fuzz 9993 #3869). A view of a written tensor is checked on eager's geometry."""
+    def f(a, c):
+        a.fmod_(-1)
+        a.view(-1).copy_(c)
+        return (a,)
+
+    def make():
+        return torch.arange(8).reshape(4, 2)[::2], torch.tensor([1.0])
+
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        f(*make())
+    for dynamic in (False, True):
+        with pytest.raises(CaptureError) as e:
+            satfuse.optimize(f, *make(), options={"dynamic": dynamic})
+        assert isinstance(e.value.__cause__, RuntimeError)
+    args = make()
+    base = args[0]._base.clone()
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        satfuse.jit(f, dynamic=True)(*args)
+    assert torch.equal(args[0]._base, base)  # eager writes a before it raises; jit leaves it untouched

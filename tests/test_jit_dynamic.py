@@ -204,3 +204,15 @@ def test_out_resizing_an_input_of_symbolic_shape_runs_eagerly():
               (torch.zeros(1, 1, dtype=torch.bool), torch.zeros(4, 5, dtype=torch.float64)))
     check_jit(g, (torch.randn(2, 3), torch.zeros(4, 5)), (torch.randn(3, 2), torch.zeros(2, 7)),
               (torch.randn(3, 2), torch.zeros(3, 2)))
+
+
+def test_an_extent_a_layout_guard_pins_is_guarded():
+    """``a.unfold(0, 2, 2)`` of a symbolic ``a``: the meta kernel's contiguity check guards
+    ``s0 // 2 == 1`` (a layout guard, which plans otherwise drop), and capture spelled the window
+    count as 1 on the strength of it; the plan served a.size(0) == 4 with one window (jit fuzz 9993
+    #3402). An equality capture relies on is a guard of the plan."""
+    f = lambda a: a.unfold(0, 2, 2)  # noqa: E731
+    j = satfuse_jit(f)
+    for n in (2, 4, 2, 6, 5, 3):
+        got, want = j(torch.arange(n)), f(torch.arange(n))
+        assert got.shape == want.shape and torch.equal(got, want)

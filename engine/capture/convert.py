@@ -93,8 +93,8 @@ class Converter:
                 self.trace.outputs = [self.value(a) for a in (outs if isinstance(outs, (list, tuple)) else [outs])]
             elif n.op == "get_attr":
                 self.env[n] = self.literal(n)
-        self.trace.guards = self.syms.guards()
         self.trace.output_aliases = self.output_aliases()
+        self.trace.guards = self.syms.guards()  # last: every extent has been spelled (canonical's pins)
         self.trace.lint()
         return self.trace
 

@@ -123,7 +123,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             autocast = _get_autocast_states()
             check.track_inputs(f_args, [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and sum(
                 b is a for b in args) > 1])
-            with check, LayoutDecisions(check.diverged):
+            with check, LayoutDecisions(check.diverged, lambda t: _storage_id(t) in check.written_any):
                 try:
                     outs = flat_fn(*f_args)
                 except LayoutDivergenceError as e:

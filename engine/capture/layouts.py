@@ -86,22 +86,32 @@ class Diverged:
 
 
 def _decision(method: str, t: torch.Tensor, args: tuple, kwargs: dict) -> Any:
-    """What ``t.method(*args)`` decides from ``t``'s layout: copy or view (as a bool: copies), or
-    the queried value (``stride``, ``is_contiguous``)."""
+    """What ``t.method(*args)`` decides from ``t``'s layout: copy or view (as a bool: copies), the
+    queried value (``stride``, ``is_contiguous``), or for ``view`` the error it raises (None: none)."""
     with _outside_functionalization():
         x = _fresh(t)
         if method in ("stride", "is_contiguous"):
             return getattr(x, method)(*args, **kwargs)
+        if method == "view":
+            try:
+                torch.Tensor.view(x, *args, **kwargs)
+            except (RuntimeError, ValueError) as e:  # the fake kernel's ValueError is eager's RuntimeError
+                return str(e) if isinstance(e, RuntimeError) else _VIEW_ERROR
+            return None
         r = getattr(torch.Tensor, method)(x, *args, **kwargs)
         return r.untyped_storage()._cdata != x.untyped_storage()._cdata
 
+
+#: eager's message where a view cannot take the tensor's strides
+_VIEW_ERROR = ("view size is not compatible with input tensor's size and stride (at least one dimension spans "
+               "across two contiguous subspaces). Use .reshape(...) instead.")
 
 #: the Tensor methods (and torch functions of the same meaning) whose result depends on the layout
 _LAYOUT: dict[Callable, str] = {
     torch.Tensor.contiguous: "contiguous", torch.Tensor.reshape: "reshape", torch.reshape: "reshape",
     torch.Tensor.reshape_as: "reshape_as", torch.Tensor.flatten: "flatten", torch.flatten: "flatten",
     torch.Tensor.ravel: "ravel", torch.ravel: "ravel", torch.Tensor.stride: "stride",
-    torch.Tensor.is_contiguous: "is_contiguous",
+    torch.Tensor.is_contiguous: "is_contiguous", torch.Tensor.view: "view",
 }
 
 
@@ -112,14 +122,28 @@ class LayoutDecisions(TorchFunctionMode):
     any other difference (eager views where this would copy, ``stride()``, ``is_contiguous()``)
     is refused."""
 
-    def __init__(self, diverged: Diverged) -> None:
+    def __init__(self, diverged: Diverged, written: Callable[[torch.Tensor], bool]) -> None:
         super().__init__()
         self.diverged = diverged
+        self.written = written  # whether the program wrote the tensor's storage
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         method = _LAYOUT.get(func)
-        if method is not None and args and isinstance(args[0], torch.Tensor) and id(args[0]) in self.diverged.eager:
+        if (method == "view" and args and isinstance(args[0], torch.Tensor) and len(args) > 1
+                and not isinstance(args[1], torch.dtype) and "dtype" not in kwargs and self.written(args[0])):
+            # a view of a written tensor: functionalization views the written value, whose layout can
+            # take a shape eager's cannot (a strided input written by fmod_, then view(-1)): eager raises
+            t, rest = args[0], args[1:]
+            eager = self.diverged.geometry(t)
+            try:
+                theirs = _decision("view", eager, rest, kwargs) if eager is not None else None
+            except Exception:  # noqa: BLE001 - no replay: the view runs as it is
+                theirs = None
+            if theirs is not None:
+                raise RuntimeError(theirs)
+        elif method is not None and method != "view" and args and isinstance(args[0], torch.Tensor) and \
+                id(args[0]) in self.diverged.eager:
             t, rest = args[0], args[1:]
             eager = self.diverged.geometry(t)
             try:

@@ -43,6 +43,9 @@ class Symbols:
         self.hints: dict[str, int] = {}
         self.canon: dict[sympy.Expr, sympy.Expr] = {}  # compound extent -> its canonical spelling
         self.canon_by_hint: dict[int, list[sympy.Expr]] = {}
+        #: equalities canonical() relied on (ShapeEnv symbols): guards of the plan even where the
+        #: ShapeEnv guard that proves them is a layout one (unfold's contiguity check pins s0//2 to 1)
+        self.pinned: list[Any] = []
 
     def sym(self, e: Any) -> Any:
         """A SymInt/SymBool/sympy expr in our symbol names (s0, s1, ... by first appearance)."""
@@ -85,6 +88,7 @@ class Symbols:
         try:  # a guard can pin a compound extent to a number (a slice copied into from a (s0, 2) tensor)
             if self.shape_env._maybe_evaluate_static(sympy.Eq(e, hint)) is sympy.true:
                 self.canon[e] = sympy.Integer(hint)
+                self.pinned.append(sympy.Eq(e, hint))
                 return self.canon[e]
         except Exception:  # noqa: BLE001
             pass
@@ -95,6 +99,7 @@ class Symbols:
                 same = None
             if same is sympy.true:
                 self.canon[e] = c
+                self.pinned.append(sympy.Eq(e, c))
                 return c
         self.canon_by_hint[hint].append(e)
         return e
@@ -109,7 +114,17 @@ class Symbols:
             if e is sympy.true:
                 continue
             out.append(e)
+        for eq in self.pinned:  # in our symbols, each side spelled as it is (no canonical() of its own)
+            lhs, rhs = (self._ours(x) for x in (eq.lhs, eq.rhs))
+            g = sympy.Eq(lhs, rhs)
+            if g is not sympy.true and g not in out:
+                out.append(g)
         return out
+
+    def _ours(self, e: Any) -> Any:
+        e = self.shape_env.replace(e)
+        subs = {s: self.symbols[s] for s in e.free_symbols if s in self.symbols}
+        return e.xreplace(subs)
 
 
 def range_guards(shape_env: ShapeEnv, symbols: dict[sympy.Symbol, sympy.Symbol], trace: Trace) -> list[Any]:
