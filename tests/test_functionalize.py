@@ -1263,3 +1263,25 @@ def test_view_of_a_written_strided_input_raises_like_eager():
     with pytest.raises(RuntimeError, match="view size is not compatible"):
         satfuse.jit(f, dynamic=True)(*args)
     assert torch.equal(args[0]._base, base)  # eager writes a before it raises; jit leaves it untouched
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_write_through_an_expand_that_broadcasts_nothing_keeps_nan(dtype):
+    """``a.expand(3).fill_(2)`` of a (3,) ``a`` holding nan: functionalization inverts a write
+    through an expand as ``a + sum_to_size(new - expand(a))``, so nan stayed nan (compile fuzz 9994
+    #1544). An expand to the tensor's own shape is the alias it is."""
+    def f(a):
+        a.expand(3).fill_(2)
+        t = a.expand(-1)
+        t.mul_(3)
+        return a, t * 1
+
+    a = torch.tensor([1.0, math.nan, -math.inf]).to(dtype)
+    want_in, got_in = a.clone(), a.clone()
+    plan = satfuse.optimize(f, a.clone())
+    _same(plan(got_in), f(want_in))
+    assert torch.equal(got_in, want_in)
+    for mode in (satfuse.jit(f, dynamic=True), torch.compile(f, backend="satfuse", dynamic=True)):
+        want_in, got_in = a.clone(), a.clone()
+        _same(mode(got_in), f(want_in))
+        assert torch.equal(got_in, want_in)

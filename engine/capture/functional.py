@@ -773,6 +773,11 @@ class EagerRewrites(_OverlapCheck):
             return out
         if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
             return args[0]
+        if func is torch.ops.aten.expand.default and not kwargs:
+            lifted = _expand_that_broadcasts_nothing(*args)
+            if lifted is not None:
+                with _CheckedCalls(self):
+                    return lifted
         if _writes(func):
             nothing = _empty_write(func, args, kwargs)
             if nothing is not None:
@@ -1002,6 +1007,27 @@ def _same_memory(dst: Any, src: Any) -> bool:
     except TypeError:
         return False
     return geo[0] == geo[1] and _same_storage(dst, src)
+
+
+def _expand_that_broadcasts_nothing(x: torch.Tensor, size: Sequence[Any], implicit: bool = False) -> Any:
+    """``x.expand(size)`` of ``x``'s own shape as the plain view it is (an alias, same geometry). A write through
+    an expand is inverted by functionalization as ``x + sum_to_size(new - expand(x))``, which nan
+    and inf in ``x`` break even where nothing is broadcast (compile fuzz 9994 #1544:
+    ``a.expand(3).fill_(2)`` of a (3,) ``a`` holding nan); an alias is inverted exactly. None where
+    ``size`` broadcasts or adds dims (left as it is: still inverted by arithmetic, open)."""
+    new = len(size) - x.dim()
+    if new != 0:  # new leading dims: expand's stride-0 geometry, which eager's overlap checks read, is no view chain's
+        return None
+    try:  # symbolic extents are compared as expand's own meta kernel compares them (each a guard)
+        for k, n in enumerate(size):
+            if k < new:
+                if not bool(n == 1):
+                    return None
+            elif not (isinstance(n, int) and n == -1) and not bool(n == x.size(k - new)):
+                return None
+    except Exception:  # noqa: BLE001 - data-dependent: leave it to expand
+        return None
+    return torch.ops.aten.alias.default(x)
 
 
 def _unfold_views(x: torch.Tensor, dim: int, size: int, step: int) -> torch.Tensor | None:
