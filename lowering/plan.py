@@ -94,15 +94,8 @@ class _Fusion:
         devs = [v.type.device for v in [*emitted.outputs, *emitted.inputs]
                 if isinstance(v, Var) and isinstance(v.type, TensorType)]
         self.device = torch.device(devs[0]) if devs else None
+        self.nvf_device = self.device if self.device is not None and self.device.type == "cuda" else None  # nvFuser takes CUDA only
         self.on_torch: Any = None  # the reference executor's definition, once nvFuser has failed
-
-    def _on_torch(self) -> Any:
-        ns: dict[str, Any] = {"DataType": frontend_ref.DataType}
-        exec(compile(self.emitted.source, f"<satfuse {self.emitted.name}>", "exec"), ns)
-        fd = frontend_ref.FusionDefinition()
-        with fd:
-            ns[self.emitted.name](fd)
-        return fd
 
     def build(self) -> Any:
         fd = self.frontend.FusionDefinition()
@@ -127,14 +120,14 @@ class _Fusion:
             fd = self.fd
             if fd is None:
                 fd = self.fd = self.build()
-            outs = fd.execute(args, device=self.device if self.device and self.device.type == "cuda" else None)
+            outs = fd.execute(args, device=self.nvf_device)
         except Exception as e:
             # nvFuser refused or broke on a valid definition (seen: INTERNAL ASSERTs for some 0-d
             # and integer fusions on an H100). A segment that writes no caller buffer has changed
             # nothing yet, so it runs on torch ops instead, from now on; one that does must raise.
             if self.alias_pos or self.emitted.aliases:
                 raise self._error(e) from e
-            self.on_torch = self._on_torch()
+            self.on_torch = definition_from_text(self.emitted, frontend_ref)
             log.lowering.warning("%s: nvFuser failed (%s: %s); the segment runs on torch ops (the reference "
                                  "executor) from now on", self.emitted.name, type(e).__name__,
                                  (str(e).strip().splitlines() or [""])[0][:200])
@@ -287,13 +280,17 @@ class Plan:
     def build_definition(self, name: str, frontend: Any = None) -> Any:
         """Build segment ``name``'s FusionDefinition from its exact emitted text with ``frontend``
         (a module with ``FusionDefinition`` and ``DataType``: nvfuser_direct, or frontend_ref)."""
-        fe = frontend or frontend_ref
-        ns: dict[str, Any] = {"DataType": fe.DataType}
-        exec(compile(self.emitted[name].source, f"<satfuse {name}>", "exec"), ns)
-        fd = fe.FusionDefinition()
-        with fd:
-            ns[name](fd)
-        return fd
+        return definition_from_text(self.emitted[name], frontend or frontend_ref)
+
+
+def definition_from_text(emitted: EmittedSegment, frontend: Any) -> Any:
+    """A segment's FusionDefinition built from its exact emitted text with ``frontend``."""
+    ns: dict[str, Any] = {"DataType": frontend.DataType}
+    exec(compile(emitted.source, f"<satfuse {emitted.name}>", "exec"), ns)
+    fd = frontend.FusionDefinition()
+    with fd:
+        ns[emitted.name](fd)
+    return fd
 
 
 def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = "auto",
