@@ -42,6 +42,20 @@ def test_rounding_division_float_edges(dtype, mode):
                                  *(torch.div(x, s, rounding_mode=mode) for s in (2, -3, 0, 0.7, -0.25))), a, b)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("mode", ["floor", "trunc"])
+def test_rounding_division_by_one_element_rounds_once(dtype, mode):
+    """Eager's CPU kernel divides by a single-element divisor (0-d of any float dtype, or all
+    extents 1) in f32 from the divisor's own value and rounds once; tensor by tensor it rounds
+    the quotient first (jit fuzz 9993 #8071: bf16 1.296875 // f64 -1.3 is -0, not -1)."""
+    a = (torch.randn(2000, generator=torch.Generator().manual_seed(3)) * 4).to(dtype)
+    for y in (torch.tensor(-1.3, dtype=torch.float64), torch.tensor(0.7), torch.tensor(-1.3, dtype=dtype),
+              torch.tensor([1.3], dtype=dtype), torch.randn(2000).to(dtype)):
+        check_optimize(lambda x, d: torch.div(x, d, rounding_mode=mode), a, y)
+    x = torch.tensor([1.296875, 2.6, -1.3], dtype=torch.bfloat16)
+    check_jit(_trunc, (x, torch.tensor(-1.3, dtype=torch.float64)), (x[:2], torch.tensor(2.6, dtype=torch.float64)))
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)

@@ -223,6 +223,11 @@ reg(aten.max.other)(_binary("maximum"))
 reg(aten.min.other)(_binary("minimum"))
 
 
+def _one_element(v: Any) -> bool:
+    """A number, or a tensor whose every extent is 1 (0-d included)."""
+    return not isinstance(v, Var) or all(isinstance(e, int) and e == 1 for e in v.type.shape)
+
+
 @reg(aten.div.Tensor_mode, aten.div.Scalar_mode)
 def _div_mode(b: Builder, x: Any, y: Any, rounding_mode: Any = None) -> Var:
     """``div(x, y, rounding_mode=...)`` with eager's semantics. Integer results run as torch
@@ -238,9 +243,10 @@ def _div_mode(b: Builder, x: Any, y: Any, rounding_mode: Any = None) -> Var:
         raise NotInVocab("integer division with a rounding mode")
     if out not in FLOAT_DTYPES:
         raise NotInVocab(f"division with a rounding mode on {out}")
-    # eager's CPU kernel: f16/bf16 tensor by tensor rounds each step to the dtype; by a Python
-    # number it computes in f32 (op math) and rounds once
-    calc = "f32" if out in ("f16", "bf16") and not isinstance(y, Var) else out
+    # eager's CPU kernel: f16/bf16 tensor by tensor rounds each step to the dtype; by a single
+    # element (a Python number, a 0-d or all-ones tensor: TensorIterator's ``is_scalar``) it
+    # computes in f32 (op math) from the divisor's own value and rounds once
+    calc = "f32" if out in ("f16", "bf16") and b.out_type.device == "cpu" and _one_element(y) else out
     x, y = (b("cast", v, calc) if isinstance(v, Var) and v.type.dtype != calc else v for v in (x, y))
     if not isinstance(x, Var):  # a number dividend (div(inf, t)): eager wraps it in a 0-d tensor
         x = b("full", (), x, calc)
