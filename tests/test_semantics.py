@@ -56,6 +56,17 @@ def test_rounding_division_by_one_element_rounds_once(dtype, mode):
     check_jit(_trunc, (x, torch.tensor(-1.3, dtype=torch.float64)), (x[:2], torch.tensor(2.6, dtype=torch.float64)))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_mul_and_div_by_a_higher_precision_0d_tensor_read_its_own_value(dtype):
+    """``bf16 * f64 0-d`` multiplies by the f64 value as f32, not by it rounded to bf16 (eager's
+    ``original_scalar_value``); only the second operand, in place too, also under Dynamo where a
+    Python float becomes a 0-d f64 input."""
+    a = (torch.randn(2000, generator=torch.Generator().manual_seed(4)) * 4).to(dtype)
+    for y in (torch.tensor(-1.3, dtype=torch.float64), torch.tensor(0.1), torch.tensor(257)):
+        check_optimize(lambda x, k: (x * k, x / k, k * x, k / x, x.clone().mul_(k), x.clone().div_(k)), a, y)
+    check_compile(lambda x, k: x * k / (k + 1), a, -1.3)
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)

@@ -195,6 +195,15 @@ def _compute_dtype(x: Any, y: Any) -> str | None:
     return dtype_name(torch.result_type(torch.empty((), dtype=DTYPES[t.type.dtype], device="meta"), 1))
 
 
+def _scalar_operand_in_op_math(b: Builder, y: Any) -> bool:
+    """Eager's CPU ``mul``/``div`` of an f16/bf16 result by a single-element tensor of another
+    dtype (a 0-d f64 or int64, a Dynamo float) reads that operand's own value as f32, not
+    rounded to the result dtype (TensorIterator's ``original_scalar_value``)."""
+    return (isinstance(y, Var) and isinstance(y.type, TensorType) and _one_element(y)
+            and b.out_type.dtype in ("f16", "bf16") and y.type.dtype != b.out_type.dtype
+            and b.out_type.device == "cpu")
+
+
 def _binary(name: str) -> Callable:
     def conv(b: Builder, x: Any, y: Any, *rest: Any, alpha: Any = 1, **kw: Any) -> Var:
         if rest:
@@ -206,6 +215,8 @@ def _binary(name: str) -> Callable:
                 x, y = round_float(x, calc), round_float(y, calc)
         if name in ("remainder", "fmod"):
             _int_division_by(b, y)
+        if name in ("mul", "div") and _scalar_operand_in_op_math(b, y):
+            return b.result(b("cast", b(name, b("cast", x, "f32"), b("cast", y, "f32")), b.out_type.dtype))
         if name == "sub" and type(alpha) in (int, float) and alpha != 1 and isinstance(y, Var):
             # eager's sub is add with alpha negated: -0.0 - 0 * y is -0.0 + (-0.0), not +0.0
             return b.result(b("add", x, _times_alpha(b, x, y, -alpha)))
@@ -238,7 +249,7 @@ def _div_mode(b: Builder, x: Any, y: Any, rounding_mode: Any = None) -> Var:
     ``y == 0`` (so ``inf // 2`` is nan)."""
     out = b.out_type.dtype
     if rounding_mode is None:
-        return b.result(b("div", x, y))
+        return _binary("div")(b, x, y)
     if out in INT_DTYPES or out == "b8":
         raise NotInVocab("integer division with a rounding mode")
     if out not in FLOAT_DTYPES:
