@@ -157,6 +157,7 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
     deps: dict[int, int] = {}  # id(var) -> bitmask of groups the value depends on (incl. its own)
     group_of: dict[int, int] = {}  # id(var) -> producing group
     cur: int | None = None
+    last_fallible = -1  # the newest group holding an op that may raise on data
     free = free_views(nodes)  # id(var) -> the view node: placed after the greedy pass
     for n in nodes:
         ins = n.inputs()
@@ -181,6 +182,8 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
                         break
                 if ok and any(group_of.get(id(v)) == cur for v in segment_input_vars(n)):
                     ok = False  # the looked-up tensor must come from outside the segment
+                if ok and last_fallible > cur and can_raise(n) is not None:
+                    ok = False  # it would raise before an op eager runs (and raises in) first
             if not ok:
                 groups.append([])
                 kinds.append("segment")
@@ -193,6 +196,8 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
             reasons[g] = reason
         groups[g].append(n)
         assert g is not None
+        if can_raise(n) is not None:
+            last_fallible = max(last_fallible, g)
         mask |= 1 << g
         for o in n.outs:
             deps[id(o)] = mask

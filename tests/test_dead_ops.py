@@ -306,3 +306,30 @@ def test_two_failing_fallbacks_raise_in_program_order():
     for a in (torch.randn(2, dtype=torch.float64), torch.randn(5, dtype=torch.float64)):
         check_optimize(f, a, i1, i2)
     check_jit(f, (torch.randn(5, dtype=torch.float64), i1, i2), (torch.randn(2, dtype=torch.float64), i1, i2))
+
+
+@pytest.mark.parametrize("mode", ["optimize", "compile"])
+def test_a_fused_index_op_waits_for_an_earlier_failing_fallback(mode):
+    """``index_put_`` (a torch fallback whose value operand a segment makes) then an unused
+    ``index_select``, both failing: eager raises index_put_'s IndexError. The index_select had
+    joined the segment making that value, which runs before the fallback, and raised its
+    RuntimeError (found by bench/fuzz.py, compile seed 9994 #4728). A node that may raise no
+    longer joins a segment older than a group holding an earlier op that may raise."""
+
+    def f(b, c, i, j):
+        b.index_put_((i,), torch.tensor(2, dtype=b.dtype), accumulate=True)
+        torch.index_select(c, -1, j)
+        return (b,)
+
+    def args():
+        return torch.zeros(0, dtype=torch.bool), torch.zeros(1, 0), torch.tensor([1, 2, 0]), torch.tensor([3])
+
+    if mode == "optimize":
+        plan = satfuse.optimize(f, *args())
+    else:
+        torch._dynamo.reset()
+        plan = torch.compile(f, backend="satfuse")
+    with pytest.raises(IndexError, match="out of bounds"):
+        f(*args())
+    with pytest.raises(IndexError, match="out of bounds"):
+        plan(*args())
