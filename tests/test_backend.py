@@ -502,3 +502,23 @@ def test_a_returned_view_of_an_input_is_not_the_input_object():
     x = torch.randn(2, 3)
     out = satfuse.optimize(lambda a: (a, a[:]), x)(x)
     assert out[0] is x and out[1] is not x and out[1].data_ptr() == x.data_ptr()
+
+
+def test_a_symbol_guarded_equal_to_a_compound_extent_is_spelled_as_it():
+    """Under automatic dynamic shapes Dynamo guards an ``out=`` tensor's size ``s20`` equal to
+    ``diagonal``'s ``Min(s11, s74)`` without replacing it; the plan's copy into ``c`` could not
+    broadcast the two (EmitError: compile fuzz 9994 #4798). Capture now spells every extent the
+    ShapeEnv proves equal one way, symbols included, and the equality is a guard."""
+
+    def f(a, c, d):
+        t = torch.nn.functional.layer_norm(d, d.shape[-1:]).diagonal()
+        torch.eq(a, t, out=c)
+        return t
+
+    torch._dynamo.reset()
+    g = torch.compile(f, backend="satfuse")
+    for n in (0, 2, 3):
+        args = [torch.randn(n, dtype=torch.float64), torch.zeros(n, dtype=torch.int64), torch.randn(n, n)]
+        mine = [x.clone() for x in args]
+        assert torch.equal(g(*mine), f(*args))
+        assert all(torch.equal(x, y) for x, y in zip(mine, args))

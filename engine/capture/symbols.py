@@ -54,7 +54,7 @@ class Symbols:
         if not isinstance(e, sympy.Basic):
             return e
         e = self.shape_env.replace(e)
-        if isinstance(e, sympy.Expr) and not (e.is_Symbol or e.is_number):
+        if isinstance(e, sympy.Expr) and not e.is_number:
             e = self.canonical(e)
         subs = {}
         for s in sorted(e.free_symbols, key=lambda s: s.name):
@@ -75,7 +75,9 @@ class Symbols:
         logits ``view(-1, V)`` vs its labels ``view(-1)``) are equal by a guard, not by a
         replacement (the ShapeEnv substitutes single symbols only), and the IR compares extents
         syntactically: a backward graph's ``mul`` of the two did not broadcast. The first
-        spelling seen wins; a later one that the guards prove equal (same hint) maps to it."""
+        spelling seen wins; a later one that the guards prove equal (same hint) maps to it. A
+        symbol counts too: Dynamo guards an ``out=`` tensor's ``s20`` equal to ``diagonal``'s
+        ``Min(s11, s74)`` without replacing it."""
         known = self.canon.get(e)
         if known is not None:
             return known
