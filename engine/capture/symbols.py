@@ -54,7 +54,7 @@ class Symbols:
         if not isinstance(e, sympy.Basic):
             return e
         e = self.shape_env.replace(e)
-        if isinstance(e, sympy.Expr) and not e.is_number:
+        if isinstance(e, sympy.Expr) and not (e.is_Symbol or e.is_number):
             e = self.canonical(e)
         subs = {}
         for s in sorted(e.free_symbols, key=lambda s: s.name):
@@ -76,8 +76,9 @@ class Symbols:
         replacement (the ShapeEnv substitutes single symbols only), and the IR compares extents
         syntactically: a backward graph's ``mul`` of the two did not broadcast. The first
         spelling seen wins; a later one that the guards prove equal (same hint) maps to it. A
-        symbol counts too: Dynamo guards an ``out=`` tensor's ``s20`` equal to ``diagonal``'s
-        ``Min(s11, s74)`` without replacing it."""
+        symbol the guards prove equal wins over both: Dynamo guards an ``out=`` tensor's ``s20``
+        equal to ``diagonal``'s ``Min(s11, s74)`` without replacing it. A symbol itself keeps its
+        name (compound extents over it would lose their binding otherwise)."""
         known = self.canon.get(e)
         if known is not None:
             return known
@@ -94,7 +95,7 @@ class Symbols:
                 return self.canon[e]
         except Exception:  # noqa: BLE001
             pass
-        for c in self.canon_by_hint.setdefault(hint, []):
+        for c in [*self._symbols_with_hint(hint, e), *self.canon_by_hint.setdefault(hint, [])]:
             try:
                 same = self.shape_env._maybe_evaluate_static(sympy.Eq(e, c))
             except Exception:  # noqa: BLE001
@@ -105,6 +106,14 @@ class Symbols:
                 return c
         self.canon_by_hint[hint].append(e)
         return e
+
+    def _symbols_with_hint(self, hint: int, e: sympy.Expr) -> list[sympy.Symbol]:
+        """The ShapeEnv's backed symbols holding ``hint``, except those it replaces and those in
+        ``e``: candidates to spell ``e`` by."""
+        env = self.shape_env
+        vals = getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {})
+        return [s for s, v in vals.items()
+                if s not in env.replacements and s not in e.free_symbols and _int_or_none(v) == hint]
 
     def guards(self) -> list:
         """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
@@ -127,6 +136,13 @@ class Symbols:
         e = self.shape_env.replace(e)
         subs = {s: self.symbols[s] for s in e.free_symbols if s in self.symbols}
         return e.xreplace(subs)
+
+
+def _int_or_none(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def range_guards(shape_env: ShapeEnv, symbols: dict[sympy.Symbol, sympy.Symbol], trace: Trace) -> list[Any]:
