@@ -262,8 +262,10 @@ reg(aten.min.other)(_binary("minimum"))
 
 
 def _one_element(v: Any) -> bool:
-    """A number, or a tensor whose every extent is 1 (0-d included)."""
-    return not isinstance(v, Var) or all(isinstance(e, int) and e == 1 for e in v.type.shape)
+    """A number (a scalar input too), or a tensor whose every extent is 1 (0-d included)."""
+    if not (isinstance(v, Var) and isinstance(v.type, TensorType)):
+        return True
+    return all(isinstance(e, int) and e == 1 for e in v.type.shape)
 
 
 @reg(aten.div.Tensor_mode, aten.div.Scalar_mode)
