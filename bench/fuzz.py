@@ -34,7 +34,8 @@ program differs from eager the same way under ``torch.compile(backend="eager")``
 raises outside any satfuse frame, so the divergence is Dynamo's own: dead code it drops, a graph
 break after a write, its exception types, its guard building on a fake it resized); ``eager-died``
 (the worker died and eager alone, in a fresh process, dies on the same calls: ``INT_MIN // -1``
-is SIGFPE in eager's kernel); ``wrong`` (anything else that differs from eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
+is SIGFPE in eager's kernel; programs are generated in the worker too, whose statements the generator
+runs on eager, so such a death while generating counts here and the campaign goes on); ``wrong`` (anything else that differs from eager); ``crash`` (any other exception); ``hang`` (no result within ``--timeout``: the
 worker process is killed and replaced). Each wrong/crash/hang program is reduced
 automatically (statements, returns, inputs, layouts, sizes, values; each step kept only if
 the same failure remains) and written as a standalone ``.py`` repro to ``--out``.
@@ -958,6 +959,9 @@ def _serve(conn: Any) -> None:
             return
         if msg is None:
             return
+        if msg[0] == "generate":  # generation runs statements on eager: a SIGFPE there kills only us
+            conn.send(("done", generate(msg[1], msg[2], vocab_table())))
+            continue
         src, mode = msg
         try:
             out = evaluate(src, mode)
@@ -1020,6 +1024,18 @@ class Worker:
             return {"status": "crash", "sig": "process-died", "detail": f"worker died (exit code {code})"}
         self._restart()
         return {"status": "hang", "sig": "hang", "detail": f"no result within {self.timeout:.0f} s"}
+
+    def generate(self, seed: int, index: int) -> Program | None:
+        """Program ``index`` of ``seed``, generated here (None: eager killed the worker while the
+        generator checked a statement, as ``INT_MIN // -1`` does; the worker is replaced)."""
+        self.conn.send(("generate", seed, index))
+        if self.conn.poll(self.timeout):
+            try:
+                return self.conn.recv()[1]
+            except (EOFError, OSError):
+                pass
+        self._restart()
+        return None
 
     def _restart(self) -> None:
         self.close()
@@ -1271,7 +1287,11 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
         if progress and log and s.programs and s.programs % progress == 0:
             bar.clear()
             log("  progress: " + s.line())
-        p = generate(seed, i, vocab)
+        p = runner.generate(seed, i) if hasattr(runner, "generate") else generate(seed, i, vocab)
+        if p is None:
+            s.programs += 1
+            s.counts["eager-died"] += 1
+            continue
         res = runner.run(p.module_source(), mode)
         s.programs += 1
         s.counts[res["status"]] += 1
