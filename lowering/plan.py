@@ -24,6 +24,7 @@ the executor: the real ``nvfuser_direct`` frontend or ``frontend_ref``.
 
 from __future__ import annotations
 
+import functools
 import keyword
 import time
 from collections import Counter
@@ -152,7 +153,23 @@ class _Fusion:
             node = self.emitted.node_at(rel)
             text = self.plan_lines[line - 1].strip() if 0 < line <= len(self.plan_lines) else ""
             where = f" at plan line {line}: {text}" + (f" (IR: {node.outs[0].name} = {node.op})" if node else "")
-        return SegmentError(f"{self.emitted.name} failed{where}: {type(e).__name__}: {e}")
+        return _segment_error(type(e), f"{self.emitted.name} failed{where}: {type(e).__name__}: {e}")
+
+
+@functools.cache
+def _segment_error_type(cause: type) -> type:
+    """SegmentError that is also ``cause`` (IndexError, ...), so ``except IndexError`` catches a
+    segment's failure as it catches eager's; plain SegmentError where the two cannot combine."""
+    if issubclass(cause, SegmentError) or not issubclass(cause, Exception):
+        return SegmentError
+    try:
+        return type(f"SegmentError[{cause.__name__}]", (SegmentError, cause), {"__module__": __name__})
+    except TypeError:  # an instance layout of its own (OSError, ...)
+        return SegmentError
+
+
+def _segment_error(cause: type, message: str) -> Exception:
+    return _segment_error_type(cause)(message)
 
 
 def _frontend(executor: str) -> tuple[Any, bool]:
@@ -317,7 +334,9 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         nodes, ob_checks = obligation_flags(trace, live_nodes(trace))  # counted inside a segment, no host sync
     else:
         nodes, ob_checks = live_nodes(trace), obligation_checks(trace)
-    steps, barrier = place_checks(partition(trace, nodes), [*builtin_checks(trace), *ob_checks, *checks], trace.ranks)
+    all_checks = [*builtin_checks(trace), *ob_checks, *checks]
+    guarded = frozenset(id(c.guards) for c in all_checks if c.guards is not None)
+    steps, barrier = place_checks(partition(trace, nodes, guarded), all_checks, trace.ranks)
     wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
     for s in segments:

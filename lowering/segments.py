@@ -148,8 +148,12 @@ def live_nodes(trace: Trace) -> list[Node]:
     return keep
 
 
-def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
-    """Steps in execution order (see the module docstring)."""
+def partition(trace: Trace, nodes: list[Node] | None = None, guarded: frozenset[int] = frozenset()) -> list[Step]:
+    """Steps in execution order (see the module docstring). ``guarded``: ids of the Vars a data
+    check guards (a rule's index obligation), which runs before the first step reading them: a
+    node reading one made outside the current segment starts a new segment rather than join one
+    holding an op that may raise, whose error eager would raise first (a value the segment makes
+    is checked after it anyway)."""
     nodes = live_nodes(trace) if nodes is None else nodes
     groups: list[list[Node]] = []
     kinds: list[str] = []
@@ -184,6 +188,8 @@ def partition(trace: Trace, nodes: list[Node] | None = None) -> list[Step]:
                     ok = False  # the looked-up tensor must come from outside the segment
                 if ok and last_fallible > cur and can_raise(n) is not None:
                     ok = False  # it would raise before an op eager runs (and raises in) first
+                if ok and last_fallible == cur and any(id(v) in guarded and group_of.get(id(v)) != cur for v in ins):
+                    ok = False  # its check would run before the segment's earlier op that may raise
             if not ok:
                 groups.append([])
                 kinds.append("segment")

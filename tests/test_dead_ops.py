@@ -333,3 +333,31 @@ def test_a_fused_index_op_waits_for_an_earlier_failing_fallback(mode):
         f(*args())
     with pytest.raises(IndexError, match="out of bounds"):
         plan(*args())
+
+
+@pytest.mark.parametrize("mode", ["optimize", "compile"])
+def test_an_obligation_check_waits_for_an_earlier_fused_index_op(mode):
+    """An unused ``index_select`` then a ``gather`` whose rule adds an index-in-range check, both
+    failing: eager raises index_select's IndexError. The two had fused into one segment and the
+    gather's check, which runs before the segment reading its index, raised first (found by
+    bench/fuzz.py, compile seed 9997 #5889). A node reading a checked index no longer joins a
+    segment holding an op that may raise; the segment's own failure is eager's exception type."""
+
+    def f(b, c, i, j):
+        torch.index_select(b, 0, i)
+        return torch.gather(c, -1, j)
+
+    def args(n):
+        return torch.zeros(n, dtype=torch.float16), torch.zeros(n), torch.tensor([3, 1]), torch.tensor([3, 1])
+
+    if mode == "optimize":
+        plan = satfuse.optimize(f, *args(5))
+        bad = (torch.zeros(5, dtype=torch.float16), torch.zeros(5), torch.tensor([7, 1]), torch.tensor([9, 1]))
+    else:
+        torch._dynamo.reset()
+        plan = torch.compile(f, backend="satfuse")
+        bad = args(0)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        f(*bad)
+    with pytest.raises(IndexError, match="index out of range in self"):
+        plan(*bad)
