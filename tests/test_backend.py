@@ -522,3 +522,20 @@ def test_a_symbol_guarded_equal_to_a_compound_extent_is_spelled_as_it():
         mine = [x.clone() for x in args]
         assert torch.equal(g(*mine), f(*args))
         assert all(torch.equal(x, y) for x, y in zip(mine, args))
+
+
+def test_a_compound_extent_guarded_equal_to_its_own_symbol_is_spelled_as_it():
+    """``copy_`` of ``diagonal``'s ``Min(s0, s1)`` into a row of length ``s1``: Dynamo guards
+    ``Min(s0, s1) == s1``; the symbol may be one of the extent's own (compile fuzz 9997 #9641,
+    the same class as #4798)."""
+
+    def f(c):
+        t = torch.tan(c).select(0, -2)
+        t.copy_(c.diagonal())
+        return t
+
+    torch._dynamo.reset()
+    g = torch.compile(f, backend="satfuse")
+    for n in (2, 3, 4):
+        c = torch.randn(n, n)
+        assert torch.equal(g(c.clone()), f(c.clone()))

@@ -108,12 +108,11 @@ class Symbols:
         return e
 
     def _symbols_with_hint(self, hint: int, e: sympy.Expr) -> list[sympy.Symbol]:
-        """The ShapeEnv's backed symbols holding ``hint``, except those it replaces and those in
-        ``e``: candidates to spell ``e`` by."""
+        """The ShapeEnv's backed symbols holding ``hint``, except those it replaces: candidates to
+        spell ``e`` by (its own too: a guard makes ``Min(s0, s1)`` ``s1``)."""
         env = self.shape_env
         vals = getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {})
-        return [s for s, v in vals.items()
-                if s not in env.replacements and s not in e.free_symbols and _int_or_none(v) == hint]
+        return [s for s, v in vals.items() if s not in env.replacements and _int_or_none(v) == hint]
 
     def guards(self) -> list:
         """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
