@@ -356,6 +356,20 @@ def _slice_scatter(x: torch.Tensor, src: torch.Tensor, starts, ends, strides) ->
     return out
 
 
+def _select_scatter(x: torch.Tensor, src: torch.Tensor, dim: int, index: int) -> torch.Tensor:
+    # not torch.select_scatter: its result keeps a self-overlapping base's strides, so the write
+    # lands on every row sharing memory (as_strided((2, 2), (1, 1))); clone() makes it dense
+    out = x.clone()
+    out.select(dim, index).copy_(src)
+    return out
+
+
+def _diagonal_scatter(x: torch.Tensor, src: torch.Tensor, offset: int, dim1: int, dim2: int) -> torch.Tensor:
+    out = x.clone()  # as in _select_scatter
+    out.diagonal(offset, dim1, dim2).copy_(src)
+    return out
+
+
 def _copy(dst: torch.Tensor, src: Any) -> torch.Tensor:
     if not isinstance(src, torch.Tensor):
         return torch.full_like(dst, src)
@@ -389,8 +403,8 @@ IMPLS: dict[str, Callable] = {
     "slice_scatter": _slice_scatter,
     "slice_scatter_": _slice_scatter,
     "index_copy_": torch.index_copy,
-    "select_scatter": torch.select_scatter,
-    "diagonal_scatter": torch.diagonal_scatter,
+    "select_scatter": _select_scatter,
+    "diagonal_scatter": _diagonal_scatter,
     "index_put": lambda x, idx, v, acc: torch.index_put(x, tuple(idx), v, bool(acc)),
     "copy_": _copy,
 }
