@@ -879,3 +879,12 @@ def test_writes_into_a_clone_of_a_self_overlapping_input():
             want, got = fn(overlapping(n)), plan(overlapping(n))
             assert torch.equal(want.isnan(), got.isnan()), (fn.__name__, want, got)
             assert torch.equal(want.nan_to_num(), got.nan_to_num())
+
+
+def test_clamp_of_integers_with_a_float_bound_computes_in_the_result_dtype():
+    """``clamp(i32, 2**31, 0.5)`` is float32 in eager, bounds included; the plan compared in int32
+    and could not make the constant 2**31 (jit fuzz 9990 #1504: SegmentError on every call)."""
+    b = torch.tensor([-5, 0, 3, 2**31 - 1], dtype=torch.int32)
+    for lo, hi in ((2**31, 0.5), (-3, 2.5), (None, -0.5)):
+        check_optimize(lambda x: torch.clamp(x, lo, hi), b)
+    check_jit(lambda x: torch.clamp(x, 2**31, 0.5), (b,), (b[:0],))

@@ -339,6 +339,10 @@ def _where(b: Builder, c: Any, x: Any, y: Any) -> Var:
 def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
     if b.n.target._overloadpacket is aten.clamp_max:
         lo, hi = None, lo
+    out = b.out_type.dtype if b.out_type is not None else None
+    if isinstance(x, Var) and out is not None and x.type.dtype != out:
+        # eager clamps in the result dtype: clamp(i32, 2**31, 0.5) is float32, its bounds too
+        x = b("cast", x, out)
     for bound, op, cmp in ((lo, "maximum", "lt"), (hi, "minimum", "gt")):
         if bound is None:
             continue
