@@ -153,7 +153,7 @@ class _Fusion:
             node = self.emitted.node_at(rel)
             text = self.plan_lines[line - 1].strip() if 0 < line <= len(self.plan_lines) else ""
             where = f" at plan line {line}: {text}" + (f" (IR: {node.outs[0].name} = {node.op})" if node else "")
-        return _segment_error(type(e), f"{self.emitted.name} failed{where}: {type(e).__name__}: {e}")
+        return _segment_error_type(type(e))(f"{self.emitted.name} failed{where}: {type(e).__name__}: {e}")
 
 
 @functools.cache
@@ -166,10 +166,6 @@ def _segment_error_type(cause: type) -> type:
         return type(f"SegmentError[{cause.__name__}]", (SegmentError, cause), {"__module__": __name__})
     except TypeError:  # an instance layout of its own (OSError, ...)
         return SegmentError
-
-
-def _segment_error(cause: type, message: str) -> Exception:
-    return _segment_error_type(cause)(message)
 
 
 def _frontend(executor: str) -> tuple[Any, bool]:
