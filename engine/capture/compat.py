@@ -53,3 +53,9 @@ def hint(n: Any) -> int:
     from torch.fx.experimental import symbolic_shapes as ss
 
     return (getattr(ss, "optimization_hint", None) or ss.size_hint)(n)
+
+
+def symbol_values(shape_env: Any) -> dict:
+    """A ShapeEnv's backed symbols and their example values (2.13: ``backed_var_to_val``; 2.11:
+    ``var_to_val``)."""
+    return getattr(shape_env, "backed_var_to_val", None) or getattr(shape_env, "var_to_val", {})

@@ -14,6 +14,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import Trace, as_extent
+from .compat import symbol_values
 
 #: guards that only decide the strides of fake tensors: our plan never relies on strides
 STRIDE_ONLY = {"check_contiguous_sizes_strides", "is_contiguous", "_compute_contiguous_strides",
@@ -61,7 +62,7 @@ class Symbols:
             if s not in self.symbols:
                 new = sympy.Symbol(f"s{len(self.symbols)}", integer=True)
                 self.symbols[s] = new
-                hint = self.shape_env.backed_var_to_val.get(s) if hasattr(self.shape_env, "backed_var_to_val") else None
+                hint = symbol_values(self.shape_env).get(s)
                 if hint is not None:
                     self.hints[new.name] = int(hint)
             subs[s] = self.symbols[s]
@@ -111,8 +112,7 @@ class Symbols:
         """The ShapeEnv's backed symbols holding ``hint``, except those it replaces: candidates to
         spell ``e`` by (its own too: a guard makes ``Min(s0, s1)`` ``s1``)."""
         env = self.shape_env
-        vals = getattr(env, "backed_var_to_val", None) or getattr(env, "var_to_val", {})
-        return [s for s, v in vals.items() if s not in env.replacements and _int_or_none(v) == hint]
+        return [s for s, v in symbol_values(env).items() if s not in env.replacements and _int_or_none(v) == hint]
 
     def guards(self) -> list:
         """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
