@@ -33,7 +33,7 @@ from collections import OrderedDict
 from concurrent.futures import Future
 from typing import Any, Callable, Sequence, TypeVar
 
-from .session import Session, Source, _check_not_forked
+from .session import CLEANUP_RULESET, Session, Source, _check_not_forked
 
 R = TypeVar("R")
 
@@ -87,6 +87,8 @@ class PooledSession(Session):
         # run every ruleset once on the bare base, so egglog's query plans are compiled
         # into the snapshot rather than after every rollback
         for name in self.rulesets:
+            if name == CLEANUP_RULESET:  # it forgets the packs' facts: never on the base
+                continue
             self.run([f"(run {name} 1)"], f"warm {name}")
         self.egraph.run_program(*self.egraph.parse_program("(push)"))
         self.base_sizes = self.sizes()

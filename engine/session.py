@@ -143,8 +143,10 @@ EXTRAPOLATION_MARGIN = 0.5
 _DATA_COMMANDS = (bindings.RunSchedule, bindings.PrintSize)
 
 
-_RELATION = re.compile(r"^\(relation\s+([^\s()]+)\s+\(([^()]*)\)\s*\)", re.M)
-#: the ``satfuse-cleanup`` pack: rules forgetting lang.egg's facts that extraction does not read
+#: the ruleset (declared in lang.egg) that forgets facts extraction does not read: rules/cleanup.egg
+#: for lang.egg's, each pack for its own relations; run only on a session about to be rolled back
+CLEANUP_RULESET = "satfuse-cleanup"
+#: the ``satfuse-cleanup`` rules for lang.egg's own facts
 CLEANUP_PATH = rules_path("cleanup.egg")
 CLEANUP_TEXT = Path(CLEANUP_PATH).read_text()
 #: the engine's own packs, loaded by every Session with the language (not rewrite rule packs)
@@ -153,15 +155,6 @@ ENGINE_PACKS = (LOADER_PATH, CLEANUP_PATH)
 
 def _is_lang(src: Source) -> bool:
     return "(constructor Ref " in src.text
-
-
-def _forget_pack_relations(sources: Sequence[Source]) -> str:
-    """Rules of ``satfuse-cleanup`` for the relations the loaded rule packs declare: the one
-    part of cleanup that varies with the packs (cleanup.egg covers lang.egg's own)."""
-    return "".join(f"(rule (({name} {vs})) ((delete ({name} {vs}))) :ruleset satfuse-cleanup)\n"
-                   for src in sources if not _is_lang(src)
-                   for name, sorts in _RELATION.findall(src.text)
-                   for vs in [" ".join(f"c{i}" for i in range(len(sorts.split())))])
 
 
 def _remove_dir(path: str, owner: int) -> None:
@@ -405,15 +398,12 @@ class Session:
         if any(_is_lang(src) for src in self.sources):  # the engine's own packs need the language
             self.load(Source(LOADER_PATH, LOADER_TEXT))
             self.load(Source(CLEANUP_PATH, CLEANUP_TEXT))
-            forget = _forget_pack_relations(self.sources)
-            if forget:
-                self.load(Source("<satfuse-cleanup of the packs' relations>", forget))
 
     def drop_facts(self) -> None:
         """Delete the analysis facts extraction does not read (every relation's rows, ranks,
         extents, list positions, broadcasts; shapes and dtypes stay) before serializing: a
         third of the serialized e-graph for Adam. Only for a session about to be rolled back."""
-        self.run(["(run satfuse-cleanup 1)"], "cleanup")
+        self.run([f"(run {CLEANUP_RULESET} 1)"], "cleanup")
 
     def add_trace(self, trace: Any) -> Any:
         """Add a program to the e-graph: returns its Encoding (handles of its values and roots).

@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Sequence
 
 from satfuse.engine import log
-from satfuse.engine.session import ENGINE_PACKS, RuleError, Session, Source
+from satfuse.engine.session import CLEANUP_RULESET, ENGINE_PACKS, RuleError, Session, Source
 from satfuse.engine.sexp import SexpError, top_level_forms
 
 #: the order in which phases run (a phase is a ruleset); unknown user rulesets run after these
 PHASES = ["functionalize", "extents", "algebra", "gather"]
 ANALYSIS = "analysis"
 _RULE_FORMS = ("rewrite", "birewrite", "rule")
+_RELATION = re.compile(r"\(relation\s+([^\s()]+)\s+\(([^()]*)\)")
+_DELETED = re.compile(r"\(delete\s+\(([^\s()]+)")
 
 
 @dataclass(frozen=True)
@@ -53,7 +55,7 @@ class Catalogue:
     @property
     def phases(self) -> list[str]:
         known = [p for p in PHASES if p in self.rulesets]
-        return known + [r for r in self.rulesets if r not in PHASES and r != ANALYSIS]
+        return known + [r for r in self.rulesets if r not in PHASES and r not in (ANALYSIS, CLEANUP_RULESET)]
 
     def rule(self, name: str) -> RuleInfo | None:
         base = name[:-2] if name.endswith(("=>", "<=")) else name
@@ -64,11 +66,16 @@ def builtin_dir() -> Path:
     return Path(str(resources.files("satfuse.rules")))
 
 
-def scan_pack(path: str, text: str, known_rulesets: set[str]) -> tuple[list[RuleInfo], list[str]]:
-    """Rules and rulesets declared in a pack, validated without egglog."""
+def scan_pack(path: str, text: str, known_rulesets: set[str],
+              language: bool = False) -> tuple[list[RuleInfo], list[str]]:
+    """Rules and rulesets declared in a pack, validated without egglog. Its ``satfuse-cleanup``
+    rules are not rewrite rules (they forget facts before extraction) and are not returned; a
+    pack relation without one is an error (the language's are forgotten by rules/cleanup.egg)."""
     pack = Path(path).stem
     rules: list[RuleInfo] = []
     rulesets: list[str] = []
+    relations: dict[str, tuple[int, int]] = {}  # name -> (line, arity)
+    forgotten: set[str] = set()
     try:
         forms = list(top_level_forms(text))
     except SexpError as e:
@@ -79,6 +86,9 @@ def scan_pack(path: str, text: str, known_rulesets: set[str]) -> tuple[list[Rule
         if kind == "ruleset":
             rs = form.split()[1].rstrip(")")
             rulesets.append(rs)
+            continue
+        if kind == "relation" and (m := _RELATION.match(form)):
+            relations[m.group(1)] = (line, len(m.group(2).split()))
             continue
         if kind not in _RULE_FORMS:
             continue
@@ -94,7 +104,19 @@ def scan_pack(path: str, text: str, known_rulesets: set[str]) -> tuple[list[Rule
             raise RuleError(f"{path}:{line}: rule {name!r}: unknown ruleset {rs!r}; declare (ruleset {rs}) at the top")
         if "/" not in name:
             raise RuleError(f"{path}:{line}: rule {name!r}: names are \"pack/what-it-does\"")
+        if rs == CLEANUP_RULESET:
+            forgotten.update(_DELETED.findall(form))
+            continue
         rules.append(RuleInfo(name, pack, rs, path, line, kind, form))
+    if not language:
+        for name, (line, arity) in relations.items():
+            if name not in forgotten:
+                vs = " ".join(f"c{i}" for i in range(arity))
+                raise RuleError(
+                    f"{path}:{line}: relation {name!r} is never forgotten: extraction does not read a pack's "
+                    f"relations, so each needs a rule deleting its rows before a session is serialized; add "
+                    f"(rule (({name} {vs})) ((delete ({name} {vs}))) :ruleset {CLEANUP_RULESET} "
+                    f":name \"{pack}/forget-{name}\")")
     return rules, rulesets
 
 
@@ -118,7 +140,7 @@ def load_catalogue(dirs: Sequence[str | Path] = (), include_builtin: bool = True
     """Discover, validate and (with ``check``) type-check the rule packs."""
     lang_path = builtin_dir() / "lang.egg"
     lang = Source(str(lang_path), lang_path.read_text())
-    _, lang_rulesets = scan_pack(lang.path, lang.text, set())
+    _, lang_rulesets = scan_pack(lang.path, lang.text, set(), language=True)
     cat = Catalogue([lang], rulesets=list(lang_rulesets))
     seen: dict[str, RuleInfo] = {}
     for f in discover(dirs, include_builtin):

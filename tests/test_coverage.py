@@ -219,6 +219,21 @@ def test_unknown_ruleset_and_missing_name(tmp_path):
         load_catalogue([p], include_builtin=False)
 
 
+def test_a_pack_relation_without_a_rule_forgetting_it_names_file_and_line(tmp_path):
+    """A pack's relations are forgotten before extraction by its own satfuse-cleanup rules: a
+    relation without one is refused at its declaration, with the rule to add."""
+    text = ("(ruleset pack)\n(relation seen (T i64))\n"
+            "(rule ((= e (Exp x))) ((seen e 0)) :ruleset pack :name \"pack/seen\")\n")
+    p = write(tmp_path, text)
+    with pytest.raises(RuleError, match=rf"^{p}:2: relation 'seen' is never forgotten.*"
+                                        r"\(delete \(seen c0 c1\)\)\) :ruleset satfuse-cleanup"):
+        load_catalogue([p], include_builtin=False)
+    p = write(tmp_path, text + "(rule ((seen a b)) ((delete (seen a b))) :ruleset satfuse-cleanup "
+                               ":name \"pack/forget-seen\")\n")
+    cat = load_catalogue([p], include_builtin=False)
+    assert [r.name for r in cat.rules] == ["pack/seen"] and cat.phases == ["pack"]
+
+
 # ------------------------------------------------------------------ pieces
 
 

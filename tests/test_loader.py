@@ -83,12 +83,14 @@ def test_cleanup_pack_forgets_exactly_the_facts_extraction_does_not_read():
 
 
 def test_a_session_forgets_its_packs_relations(cat):
-    """Relations a rule pack declares are forgotten by drop_facts as lang.egg's are."""
+    """Relations a rule pack declares are forgotten by drop_facts, with the pack's own
+    satfuse-cleanup rule, as lang.egg's are by rules/cleanup.egg."""
     from satfuse.engine import parse_trace
     from satfuse.engine.session import Source
 
     pack = Source("mine.egg", "(ruleset mine)\n(relation seen (T))\n"
-                              "(rule ((= e (Exp x))) ((seen e)) :ruleset mine :name \"mine/seen\")\n")
+                              "(rule ((= e (Exp x))) ((seen e)) :ruleset mine :name \"mine/seen\")\n"
+                              "(rule ((seen e)) ((delete (seen e))) :ruleset satfuse-cleanup :name \"mine/forget\")\n")
     sess = Session([*cat.sources, pack])
     sess.add_trace(parse_trace('def computation(x: "f32[3]"):\n  y = exp(x)  # f32[3]\n  return (y,)\n'))
     sess.run(["(run mine 1)"], "mine")
