@@ -82,6 +82,25 @@ def test_float32_add_and_sub_with_alpha_round_once():
     check_optimize(lambda t, u: t.clone().add_(u, alpha=2.0), c, -c.flip(0))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_rsqrt_rounds_as_eagers_path_for_each_element(dtype):
+    """Eager's CPU f16/bf16 rsqrt rounds once on its vector path and twice (sqrt, then the
+    reciprocal) on its scalar path: rows under one vector, the tail of a longer row, a strided
+    row. The plan matches eager bit for bit on each layout capture sees (views, transposes,
+    intermediates), under jit (static plans per size) and torch.compile too."""
+    def fns(a):
+        return (a.rsqrt(), a.t().rsqrt(), (a + 0).t().rsqrt(), (a.t() + 0).rsqrt(), a[:, ::2].rsqrt(),
+                a[:, 1:].clone().rsqrt_())
+
+    for shape in [(1, 1), (2, 3), (5, 31), (3, 40), (40, 3), (7, 70), (33, 33), (2, 64)]:
+        a = (torch.rand(shape, generator=torch.Generator().manual_seed(shape[1])) * 10 + 0.01).to(dtype)
+        check_optimize(fns, a)
+        check_optimize(lambda x: x[:, 1:].rsqrt_(), a)
+    a = (torch.rand(4, 40) * 10 + 0.01).to(dtype)
+    check_jit(lambda x: x.rsqrt() * 2, (a,), (a[:3, :7],), (a[:, :35],))
+    check_compile(lambda x: x.rsqrt() * 2, a[:, :37])
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)
