@@ -26,7 +26,11 @@ as equal when it is no farther from a float64 run of the same program than eager
 element by element, or else as PyTorch's own accuracy checker for compiled code measures it
 (root-mean-square error over the tensor, at most 2x eager's, 3x for float16/bfloat16; eager's CPU
 kernels round some low-precision ops twice, accumulate in half precision, or are themselves far
-from exact where a program is ill-conditioned); the summary counts these programs.
+from exact where a program is ill-conditioned); the summary counts these programs. It also
+counts as equal when a call's every value equals eager's run on contiguous copies of the same
+inputs (only for inputs that share no memory, so the program is unchanged): eager's CPU kernels
+answer some values differently on their vectorized and strided paths (gelu of inf, the sign of a
+complex negation's zero), and a plan computes values, not layouts; the summary counts these too.
 
 Outcomes: ``equal``; ``refused`` (a satfuse error naming an unsupported form, raised by
 ``optimize``/the first call before anything runs); ``dynamo`` (``--mode compile`` only: the
@@ -722,6 +726,8 @@ def _first(e: BaseException) -> str:
 
 #: the signature of an equal result some of whose values needed the float64 criterion
 ACCURATE = "as-accurate-as-eager"
+#: ... or eager's own answer on the same input values laid out contiguously (``_plain_layout``)
+PLAIN_LAYOUT = "eager-on-plain-layout"
 
 
 def _refusal(e: BaseException | None) -> bool:
@@ -767,6 +773,38 @@ def _widened(xs: list[Any]) -> list[Any] | None:
     return out
 
 
+def _no_self_overlap(x: torch.Tensor) -> bool:
+    """No two positions of ``x`` are one memory element, shown by its strides: each dim (by
+    increasing stride) steps past everything the smaller ones reach. False where unsure."""
+    reach = 0
+    for stride, size in sorted((st, s) for s, st in zip(x.shape, x.stride()) if s > 1):
+        if stride <= reach:
+            return False
+        reach += (size - 1) * stride
+    return True
+
+
+def _plain_layout(xs: list[Any]) -> list[Any] | None:
+    """The inputs as fresh contiguous tensors of the same values: the same program to every
+    reader but eager's CPU kernels, several of which answer differently on their vectorized
+    (contiguous) and scalar (strided) paths (gelu of inf, the sign of a complex negation's zero,
+    ulps of erf). None where relaying them out would change what the program computes: two
+    inputs sharing memory, or one overlapping itself."""
+    seen: set[int] = set()
+    out = []
+    for x in xs:
+        if not isinstance(x, torch.Tensor):
+            out.append(x)
+            continue
+        if x.numel():
+            ptr = x.untyped_storage().data_ptr()
+            if ptr in seen or not _no_self_overlap(x):
+                return None
+            seen.add(ptr)
+        out.append(x.detach().clone(memory_format=torch.contiguous_format))
+    return out
+
+
 def _as_accurate(got: Any, want: Any, ref: Any) -> bool:
     """The plan's value is no farther from the float64 run's than eager's (beyond the dtype's
     tolerance). First element by element; failing that, as PyTorch's own accuracy checker for
@@ -800,9 +838,12 @@ def _as_accurate(got: Any, want: Any, ref: Any) -> bool:
     return not bool(finite.any()) or rms[0] <= multiplier * rms[1]
 
 
-def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Callable) -> bool:
+def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Callable) -> set[str]:
     """One call of the plan vs eager on fresh inputs; raises Differs or the plan's exception.
-    True when a value differs beyond tolerance but is as accurate as eager's (``_as_accurate``)."""
+    Returns the criteria some value needed beyond equality with eager's run: ``ACCURATE`` (it
+    differs beyond tolerance but is as accurate as eager's, ``_as_accurate``), ``PLAIN_LAYOUT``
+    (it is what eager answers for the same input values laid out contiguously, ``_plain_layout``;
+    every value of that call is then compared with that run, so one call never mixes the two)."""
     e_ins = make()
     e_outs, e_exc = _run(fn, e_ins)
     p_ins = make()
@@ -821,17 +862,17 @@ def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Ca
                     _close(f"{label}: input {j} after the raising call", x, b)
                 except Differs as d:
                     raise Differs("written-then-raised", str(d)) from None
-        return False
+        return set()
     if p_exc is not None:
         raise p_exc
     if len(p_outs) != len(e_outs):
         raise Differs("structure", f"{label}: {len(p_outs)} outputs, eager {len(e_outs)}")
     wide: list = []  # [outputs, inputs after] of the float64 run, made on the first value difference
 
-    def close(what: str, g: Any, w: Any, k: int, j: int) -> bool:
+    def close(what: str, g: Any, w: Any, k: int, j: int) -> str:
         try:
             _close(what, g, w)
-            return False
+            return ""
         except Differs as d:
             if d.aspect != "values":
                 raise
@@ -841,21 +882,39 @@ def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Ca
                 wide.append(None if exc is not None or len(outs) != len(e_outs) else (outs, ins))
             if wide[0] is None or not _as_accurate(g, w, wide[0][k][j]):
                 raise
-            return True
+            return ACCURATE
 
-    accurate = False
-    for i, (g, w) in enumerate(zip(p_outs, e_outs)):
-        accurate |= close(f"{label}: output {i}", g, w, 0, i)
-    for j, (g, w) in enumerate(zip(p_ins, e_ins)):
-        if isinstance(w, torch.Tensor):
-            try:
-                accurate |= close(f"{label}: input {j} after the call", g, w, 1, j)
-            except Differs as d:
-                raise Differs("input-" + d.aspect, str(d)) from None
+    def compare(e_outs: list[Any], e_ins: list[Any]) -> set[str]:
+        used = set()
+        for i, (g, w) in enumerate(zip(p_outs, e_outs)):
+            used.add(close(f"{label}: output {i}", g, w, 0, i))
+        for j, (g, w) in enumerate(zip(p_ins, e_ins)):
+            if isinstance(w, torch.Tensor):
+                try:
+                    used.add(close(f"{label}: input {j} after the call", g, w, 1, j))
+                except Differs as d:
+                    raise Differs("input-" + d.aspect, str(d)) from None
+        return used - {""}
+
+    try:
+        used = compare(e_outs, e_ins)
+    except Differs as d:
+        if not d.aspect.endswith("values"):
+            raise
+        plain = _plain_layout(make())
+        if plain is None:
+            raise
+        o, exc = _run(fn, plain)
+        if exc is not None or len(o) != len(e_outs):
+            raise d from None
+        try:
+            used = compare(o, plain) | {PLAIN_LAYOUT}
+        except Differs:
+            raise d from None
     ga, wa = _aliasing(p_outs, p_ins), _aliasing(e_outs, e_ins)
     if ga != wa:
         raise Differs("aliasing", f"{label}: outputs share storage with {ga}, eager {wa}")
-    return accurate
+    return used
 
 
 def _load(src: str) -> dict[str, Any]:
@@ -916,10 +975,10 @@ def evaluate(src: str, mode: str) -> dict[str, str]:
 
 def _calls(f: Callable, inputs: Callable, calls: list, plan: Callable, mode: str) -> dict[str, str]:
     """The calls of one program through ``plan``, each against eager: {status, sig, detail}."""
-    accurate = False
+    used: set[str] = set()
     try:
         for label, sizes in calls:
-            accurate |= check_call(label, f, lambda s=sizes: inputs(**s), plan)
+            used |= check_call(label, f, lambda s=sizes: inputs(**s), plan)
     except Differs as d:
         return {"status": "wrong", "sig": d.aspect, "detail": str(d)}
     except Exception as e:  # noqa: BLE001
@@ -930,7 +989,7 @@ def _calls(f: Callable, inputs: Callable, calls: list, plan: Callable, mode: str
             return {"status": "dynamo", "sig": "dynamo-own", "detail": f"raised by Dynamo outside satfuse: "
                     f"{type(e).__name__}: {_first(e)}{_where(e)}"}
         return {"status": "crash", "sig": type(e).__name__, "detail": f"{type(e).__name__}: {_first(e)}{_where(e)}"}
-    return {"status": "equal", "sig": ACCURATE if accurate else "", "detail": ""}
+    return {"status": "equal", "sig": " ".join(sorted(used)), "detail": ""}
 
 
 # ---------------------------------------------------------------- isolation: a worker process with a timeout
@@ -1258,11 +1317,13 @@ class Summary:
     failures: list[tuple[int, dict[str, str], str]] = field(default_factory=list)  # (index, result, repro path)
     refusals: dict[str, int] = field(default_factory=dict)
     accurate: int = 0  # equal programs with a value only as accurate as eager's (float64 criterion)
+    plain_layout: int = 0  # equal programs with a value only equal to eager's on contiguous inputs
 
     def line(self) -> str:
         c = self.counts
         return (f"fuzz mode={self.mode} seed={self.seed}: programs {self.programs}, equal {c['equal']} "
-                f"({self.accurate} by the float64 criterion), "
+                f"({self.accurate} by the float64 criterion, {self.plain_layout} by eager's answer on contiguous "
+                f"inputs), "
                 f"refused {c['refused']}, dynamo {c['dynamo']}, eager died {c['eager-died']}, wrong {c['wrong']}, "
                 f"crash {c['crash']}, hang {c['hang']} "
                 f"({self.seconds:.0f} s)")
@@ -1295,7 +1356,8 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
         res = runner.run(p.module_source(), mode)
         s.programs += 1
         s.counts[res["status"]] += 1
-        s.accurate += res["status"] == "equal" and res["sig"] == ACCURATE
+        s.accurate += res["status"] == "equal" and ACCURATE in res["sig"].split()
+        s.plain_layout += res["status"] == "equal" and PLAIN_LAYOUT in res["sig"].split()
         if res["status"] == "refused":
             s.refusals[res["detail"][:120]] = s.refusals.get(res["detail"][:120], 0) + 1
         if res["status"] in ("wrong", "crash", "hang"):

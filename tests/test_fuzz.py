@@ -98,6 +98,42 @@ def test_float64_criterion_accepts_only_values_as_accurate_as_eager() -> None:
     assert not fuzz._as_accurate(torch.tensor([1]), torch.tensor([2]), torch.tensor([1]))
 
 
+def test_eagers_answer_on_contiguous_inputs_is_an_answer_for_kernel_path_differences() -> None:
+    """Eager's CPU gelu of +inf is inf on its scalar (strided) path and nan on its vector path:
+    a plan computing a written transposed input's gelu on a contiguous value answers as eager
+    does for the same values laid out contiguously, which the fuzzer accepts and counts apart.
+    Inputs that share memory are never relaid out (that would change the program), so a plan
+    that ignored the sharing still differs."""
+    import torch
+
+    prog = fuzz.Program(
+        [fuzz.Input("c", ["c = torch.full((3, 3), math.inf).t()"]), fuzz.Input("i", ["i = torch.tensor([0, 2])"])],
+        [fuzz.Stmt("c.index_add_(0, i, torch.zeros(2, 3))"), fuzz.Stmt("t1 = F.gelu(c)", ("t1",))],
+        ["t1"], {}, {})
+    res = fuzz.evaluate(prog.module_source(), "optimize")
+    assert res["status"] == "equal" and res["sig"] == fuzz.PLAIN_LAYOUT, res
+
+    base = torch.arange(6.0)
+    plain = fuzz._plain_layout([base.t(), torch.ones(2, 3).t(), 3])
+    assert plain[0].is_contiguous() and plain[1].is_contiguous() and torch.equal(plain[1], torch.ones(3, 2))
+    assert fuzz._plain_layout([base[:4], base[2:]]) is None  # sharing memory
+    assert fuzz._plain_layout([torch.ones(1).expand(3)]) is None  # overlapping itself
+
+    def f(a, b):  # a "plan" that ignores that a and b share memory
+        a.add_(1)
+        return (b * 1,)
+
+    def wrong(a, b):
+        return (f(a.clone(), b.clone())[0] + 0,)
+
+    def make():
+        base = torch.zeros(4)
+        return [base[:3], base[1:]]
+
+    with pytest.raises(fuzz.Differs):
+        fuzz.check_call("call", f, make, wrong)
+
+
 def test_float64_reference_keeps_the_inputs_memory_sharing() -> None:
     import torch
 
