@@ -101,6 +101,15 @@ def test_half_rsqrt_rounds_as_eagers_path_for_each_element(dtype):
     check_compile(lambda x: x.rsqrt() * 2, a[:, :37])
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_erf_is_eagers_own_kernel(dtype):
+    """Eager's CPU f16/bf16 erf flushes tiny values to zero and is an ulp off f32's erf rounded
+    on many values: every finite value of the dtype gives eager's bits, in every spelling."""
+    bits = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    bits = bits[bits.isfinite()]
+    check_optimize(lambda x: (torch.erf(x), torch.special.erf(x * 1), x.clone().erf_(), 1 / torch.erf(x)), bits)
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)
