@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import sympy
 
 from .ir import IRError, ScalarType, TensorType, Trace, Var
-from .vocab import CREATION, IMPLS, is_opaque, resolve_opaque
+from .vocab import CREATION, EAGER_STRIDES, IMPLS, is_opaque, laid_out, resolve_opaque
 
 
 def bind_symbols(trace: Trace, inputs: Sequence[Any]) -> dict[sympy.Symbol, int]:
@@ -45,6 +45,8 @@ def run_node(n: Any, vals: dict[int, Any], env: dict) -> list[Any]:
     args = evaluate(n.args, vals, env)
     kwargs = {k: evaluate(v, vals, env) for k, v in n.kwargs.items()}
     if is_opaque(n.op):
+        layouts = kwargs.pop(EAGER_STRIDES, ())
+        args = [laid_out(a, s) for a, s in zip(args, layouts)] + list(args[len(layouts):])
         out = resolve_opaque(n.op)(*args, **kwargs)
         return list(out) if isinstance(out, (tuple, list)) else [out]
     if n.op in CREATION:

@@ -110,6 +110,28 @@ def is_opaque(op: str) -> bool:
     return op.startswith(OPAQUE_PREFIXES)
 
 
+#: an opaque node's keyword that is not torch's: per positional argument, the strides of the
+#: tensor eager's kernel read there, where capture saw them other than contiguous (None elsewhere).
+#: A CPU kernel can answer differently on a strided operand (its scalar path) than on a
+#: contiguous one (its vector path): the call gets its operand laid out as eager's was.
+EAGER_STRIDES = "_eager_strides"
+
+
+def laid_out(x: Any, strides: tuple[int, ...] | None) -> Any:
+    """``x``'s values with ``strides`` (a copy when its own differ): an opaque kernel's operand
+    in the layout eager's kernel read it in (``EAGER_STRIDES``)."""
+    if strides is None or not isinstance(x, torch.Tensor) or tuple(x.stride()) == tuple(strides):
+        return x
+    reach = 0
+    for stride, size in sorted((st, n) for n, st in zip(x.shape, strides) if n > 1):
+        if stride <= reach:  # these sizes make the layout overlap: eager's tensor was not this
+            return x
+        reach += (size - 1) * stride
+    out = torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device)
+    out.copy_(x)
+    return out
+
+
 def resolve_opaque(op: str) -> Callable:
     """``aten.mm.default`` -> torch.ops.aten.mm.default, with a clear error."""
     ns, name, overload = (op.split(".") + ["default"])[:3]

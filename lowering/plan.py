@@ -25,6 +25,7 @@ the executor: the real ``nvfuser_direct`` frontend or ``frontend_ref``.
 from __future__ import annotations
 
 import functools
+import itertools
 import keyword
 import time
 from collections import Counter
@@ -36,7 +37,7 @@ import torch
 from satfuse.engine import log
 from satfuse.engine.ir import IRError, Namespace, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
-from satfuse.engine.vocab import IMPLS, INPLACE, is_opaque, resolve_opaque
+from satfuse.engine.vocab import EAGER_STRIDES, IMPLS, INPLACE, is_opaque, laid_out, resolve_opaque
 
 from . import frontend_ref, nvfuser_probe
 from .aliasing import Pattern
@@ -340,7 +341,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
 
     # one namespace for the program (the prologue has its own, guards.py): globals first, then
     # the names write-backs chose for clones, then Vars (theirs where free) and symbols
-    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "inputs", "env", "math",
+    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "laid_out", "inputs",
+                  "env", "math",
                   "__name__"} | {s.name for s in segments} | set(prologue.glob) | {
                       c.error.__name__ for st in wb.steps if isinstance(st, CheckStep) for c in st.checks}
     ns = Namespace(glob_names | {st.name for st in wb.steps if isinstance(st, Clone)})
@@ -394,7 +396,10 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             reads |= {local(v) for v in n.inputs()}
             defs = [local(o) for o in n.outs]
             if is_opaque(n.op):
-                parts = [r.value(a, "list") for a in n.args] + [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items()]
+                layouts = n.kwargs.get(EAGER_STRIDES, ())
+                parts = [f"laid_out({r.value(a, 'list')}, {r.value(s)})" if s is not None else r.value(a, "list")
+                         for a, s in itertools.zip_longest(n.args, layouts[:len(n.args)])]
+                parts += [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items() if k != EAGER_STRIDES]
                 target = f"[{defs[0]}]" if len(defs) == 1 and _returns_list(n.op) else ", ".join(defs)
                 call = f"{n.op}({', '.join(parts)})  # fallback: {step.reason}"
                 lines.append(f"{target} = {call}" if defs else call)  # unbind of an empty dim returns nothing
@@ -506,7 +511,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     glob: dict[str, Any] = {}
     glob.update(prologue.glob)
     glob.update({"fusion": fusion, "DataType": fe.DataType, "torch": torch,
-                 "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "inplace": IN_PLACE, "__name__": "satfuse_plan"})
+                 "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "inplace": IN_PLACE, "laid_out": laid_out,
+                 "__name__": "satfuse_plan"})
     glob.update(consts)
     for k, err in glob_errors.items():
         if glob.setdefault(k, err) is not err:

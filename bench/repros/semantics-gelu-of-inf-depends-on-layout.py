@@ -1,9 +1,11 @@
 # found by bench/fuzz.py --mode optimize --seed 9981, program 3124, area: semantics (eager kernels)
 # eager's CPU gelu of +inf is nan on its vectorized path (a contiguous tensor) and inf on its strided
-# path: eager's answer depends on the operand's memory layout. The program writes a transposed input in
-# place (index_add_) and applies gelu to it: eager takes the strided path (inf); the plan's value of the
-# written input is contiguous, so the same eager kernel takes the vectorized path (nan). A plan carries
-# values, not layouts (DESIGN.md), so it cannot choose eager's path. Open.
+# path: eager's answer depends on the operand's memory layout. An op that runs as eager's kernel now
+# reads each operand laid out as capture saw eager's (vocab.EAGER_STRIDES: views, transposes and
+# intermediates are exact, tests/test_semantics.py). Still open for inputs: capture takes an input to be
+# contiguous, so here (a transposed input written in place by index_add_, then gelu) eager takes the
+# strided path (inf) and the plan the vectorized one (nan). bench/fuzz.py counts it under "eager's answer
+# on contiguous inputs".
 import math
 
 import torch

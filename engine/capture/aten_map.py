@@ -13,8 +13,8 @@ import sympy
 import torch
 
 from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, IRError, TensorType, Var, as_extent, dtype_name
-from ..vocab import BINARY, UNARY, prod_extents
-from .eager_paths import scalar_tail, vector_chunk
+from ..vocab import BINARY, EAGER_STRIDES, UNARY, prod_extents
+from .eager_paths import eager_strides, scalar_tail, vector_chunk
 
 aten = torch.ops.aten
 ATEN_MAP: dict[Any, Callable] = {}
@@ -77,6 +77,9 @@ class Builder:
             return list(self.c.emit_multi(name, args, kwargs, types, self.n.name))
         if not isinstance(val, torch.Tensor):
             raise ValueError(f"opaque op {name} returns {type(val).__name__}, which satfuse cannot carry")
+        layouts = eager_strides(self.n, self.c.sym)
+        if layouts:
+            kwargs[EAGER_STRIDES] = layouts
         return self.c.emit(name, args, self.n, kwargs=kwargs, hint=self.n.name, out_type=self.c.type_of(val))
 
     # The graph is functional (capture/functional.py), so a view, an alias and a clone are all
@@ -192,28 +195,47 @@ def _times_alpha(b: Builder, x: Any, y: Any, alpha: Any) -> Any:
 
 
 def _fused_alpha(b: Builder, y: Any, alpha: Any) -> bool:
-    """``add``/``sub`` of a float32 result with a number ``alpha`` and a tensor ``y``: eager's
-    kernels compute ``x + alpha * y`` as one fused multiply-add (one rounding), vectorized or
-    strided alike; multiply then add is an ulp off on about 30 % of elements, which an
-    ill-conditioned op after it (``sin`` of 1e29) turns into a different value."""
+    """``add``/``sub`` of a floating result with a number ``alpha`` and a tensor ``y``: eager's
+    kernels compute ``x + alpha * y`` as one fused multiply-add (``_fma_form``); multiply then add
+    is an ulp off on about 30 % of elements, which an ill-conditioned op after it (``sin`` of
+    1e29) turns into a different value."""
     return (type(alpha) in (int, float) and alpha != 1 and isinstance(y, Var)
-            and isinstance(y.type, TensorType) and b.out_type is not None and b.out_type.dtype == "f32")
+            and isinstance(y.type, TensorType) and b.out_type is not None and b.out_type.dtype in FLOAT_DTYPES)
 
 
-def _multiply_add(b: Builder, x: Any, y: Any, alpha: float) -> Var:
-    """``x + alpha * y`` rounded once to float32: operands (and alpha) as float32, as eager casts
-    them, then product and sum in float64, where the product of two float32 values is exact (a
-    second rounding differs from the fma only where the float64 sum lands on a float32 tie)."""
-    a = torch.tensor(alpha, dtype=torch.float32).item()
+def _fma_form(b: Builder) -> bool:
+    """Does the result have a once-rounded float32 form (``_fused``) of eager's fused kernels
+    (``addcmul``, ``lerp``, ``add`` with alpha)? Float32 results do, and f16/bf16 ones on CUDA
+    (float32 op math). On the CPU eager's f16/bf16 kernels round otherwise (neither once nor
+    per op: 10-40 % of ``lerp``/``addcmul`` values differ from both), and a float64 result has
+    no wider type to round once in: those run as eager's own kernel."""
+    out = b.out_type
+    return out is not None and (out.dtype == "f32" or out.dtype in ("f16", "bf16") and out.device != "cpu")
 
+
+def _opmath(b: Builder, v: Any) -> Any:
+    """``v`` as eager's kernel reads it for a floating result: a tensor cast to the result dtype
+    (TensorIterator's common dtype), then to its op-math type (float32 for f16, bf16 and f32);
+    a number cast to the op-math type directly."""
+    out = b.out_type.dtype
+    math = "f64" if out == "f64" else "f32"
+    if not isinstance(v, Var):
+        return torch.tensor(v, dtype=DTYPES[math]).item()
+    if v.type.dtype != out:
+        v = b("cast", v, out)
+    return v if out == math else b("cast", v, math)
+
+
+def _fused(b: Builder, x: Any, y: Any, z: Any) -> Var:
+    """``x * y + z`` of op-math (float32) operands (``_opmath``), rounded once as eager's CPU
+    kernels' ``fmadd`` does, then to the result dtype: multiplied and added in float64, where
+    the product of two float32 values is exact (a second rounding differs from the fma only
+    where the float64 sum lands on a float32 tie)."""
     def wide(v: Any) -> Any:
-        if not isinstance(v, Var):
-            return torch.tensor(v, dtype=torch.float32).item()
-        if v.type.dtype != "f32":
-            v = b("cast", v, "f32")
-        return b("cast", v, "f64")
+        return b("cast", v, "f64") if isinstance(v, Var) else v
 
-    return b("cast", b("add", wide(x), b("mul", wide(y), a)), "f32")
+    r = b("cast", b("add", b("mul", wide(x), wide(y)), wide(z)), "f32")
+    return r if b.out_type.dtype == "f32" else b("cast", r, b.out_type.dtype)
 
 
 def _int_division_by(b: Builder, y: Any) -> None:
@@ -282,7 +304,9 @@ def _binary(name: str) -> Callable:
         if name in ("mul", "div") and _scalar_operand_in_op_math(b, y):
             return b.result(b("cast", b(name, b("cast", x, "f32"), b("cast", y, "f32")), b.out_type.dtype))
         if name in ("add", "sub") and _fused_alpha(b, y, alpha):
-            return b.result(_multiply_add(b, x, y, -alpha if name == "sub" else alpha))
+            if not _fma_form(b):
+                raise NotInVocab(f"a {b.out_type.dtype} add with alpha")
+            return b.result(_fused(b, _opmath(b, y), _opmath(b, -alpha if name == "sub" else alpha), _opmath(b, x)))
         if name == "sub" and type(alpha) in (int, float) and alpha != 1 and isinstance(y, Var):
             # eager's sub is add with alpha negated: -0.0 - 0 * y is -0.0 + (-0.0), not +0.0
             return b.result(b("add", x, _times_alpha(b, x, y, -alpha)))
@@ -358,10 +382,74 @@ def _floor_divide(b: Builder, x: Any, y: Any) -> Var:
 
 @reg("prims.fma.default")  # by name: torch._inductor.inductor_prims registers it (Dynamo imports it)
 def _fma(b: Builder, x: Any, y: Any, z: Any) -> Var:
-    """``x*y + z``: Dynamo writes ``addcmul_(t1, t2, value=v)`` (AdamW's ``exp_avg_sq`` update)
-    and tensor-alpha ``add_`` as inductor's fma prim; as a fallback it split every optimizer
-    update in two. One rounding becomes two here (nvFuser's codegen contracts ``a*b+c`` again)."""
-    return b.result(b("add", b("mul", x, y), z))
+    """Dynamo's spellings of three in-place ops (``enable_dynamo_decompositions``), each computed
+    as eager's kernel computes the op the program wrote:
+
+    - ``t.addcmul_(t1, t2, value=v)`` is ``fma(mul(t1, t2), v, t)``: eager's ``fma(v * t1, t2, t)``;
+    - ``t.addcdiv_(t1, t2, value=v)`` is ``fma(div(t1, t2), v, t)``: eager's ``t + v * t1 / t2``,
+      each op rounded in op math (as torch's decomposition of ``addcdiv`` computes it);
+    - ``t.add_(o, alpha=a)`` with a tensor ``a`` is ``fma(o, a, t)``: eager's ``fma(a, o, t)``.
+    """
+    src = b.n.args[0]
+    made_by = getattr(src, "target", None) if isinstance(src, torch.fx.Node) else None
+    number = not isinstance(y, Var)
+    if number and made_by is aten.div.Tensor and all(isinstance(a, torch.fx.Node) for a in src.args[:2]):
+        t1, t2 = (b.c.value(a) for a in src.args[:2])
+        if b.out_type.dtype not in FLOAT_DTYPES:
+            return b.c.emit("aten.addcdiv.default", (z, t1, t2), b.n, kwargs={"value": y}, hint="addcdiv",
+                            out_type=b.out_type)
+        r = b("add", _opmath(b, z), b("div", b("mul", _opmath(b, t1), _opmath(b, y)), _opmath(b, t2)))
+        return b.result(r)
+    if number and made_by is aten.mul.Tensor and all(isinstance(a, torch.fx.Node) for a in src.args[:2]):
+        t1, t2 = (b.c.value(a) for a in src.args[:2])
+        out = _fused_addcmul(b, z, t1, t2, y)
+        if out is None:
+            out = b.c.emit("aten.addcmul.default", (z, t1, t2), b.n, kwargs={"value": y}, hint="addcmul",
+                           out_type=b.out_type)
+        return out
+    if b.out_type.dtype not in FLOAT_DTYPES or b.out_type.dtype == "f64":  # addcmul's kernel: fma(1 * x, y, z)
+        return b.c.emit("aten.addcmul.default", (z, x, y), b.n, hint="fma", out_type=b.out_type)
+    # add_ with a tensor alpha. For f16/bf16 on the CPU eager's add reads the alpha's .item(), which
+    # no aten op here takes as a tensor: the fused form is its vectorized path's (its strided path
+    # rounds alpha * o first)
+    return b.result(_fused(b, _opmath(b, x), _opmath(b, y), _opmath(b, z)))
+
+
+def _fused_addcmul(b: Builder, x: Any, t1: Any, t2: Any, value: Any) -> Var | None:
+    """``x + value * t1 * t2`` as eager's kernel computes it: ``fma(value * t1, t2, x)`` in op
+    math (``value * t1`` rounded first); None where the result has no such form (``_fma_form``:
+    float64, f16/bf16 on the CPU, integers) or ``value`` is not a number."""
+    if not _fma_form(b) or type(value) not in (int, float):
+        return None
+    p = _opmath(b, t1)
+    if value != 1:
+        p = b("mul", p, _opmath(b, value))
+    return b.result(_fused(b, p, _opmath(b, t2), _opmath(b, x)))
+
+
+@reg(aten.addcmul)
+def _addcmul(b: Builder, x: Any, t1: Any, t2: Any, value: Any = 1) -> Var:
+    out = _fused_addcmul(b, x, t1, t2, value)
+    if out is None:
+        raise NotInVocab("addcmul without a float32 op-math form")  # eager's own kernel
+    return out
+
+
+@reg(aten.lerp)
+def _lerp(b: Builder, x: Any, end: Any, weight: Any) -> Var:
+    """Eager's CPU ``lerp``: ``fma(w, end - x, x)`` where ``|w| < 0.5``, else
+    ``fma(w - 1, end - x, end)`` (exact at ``w == 1``), in op math. Results without that form
+    (``_fma_form``) run as eager's own kernel."""
+    if not _fma_form(b) or type(weight) is bool:
+        raise NotInVocab("lerp without a float32 op-math form")
+    x, end, w = _opmath(b, x), _opmath(b, end), _opmath(b, weight)
+    diff = b("sub", end, x)
+    if not isinstance(w, Var):
+        if abs(w) < 0.5:
+            return b.result(_fused(b, w, diff, x))
+        return b.result(_fused(b, torch.tensor(w - 1, dtype=torch.float32).item(), diff, end))
+    small = b("lt", b("abs", w), 0.5)
+    return b.result(b("where", small, _fused(b, w, diff, x), _fused(b, b("sub", w, 1.0), diff, end)))
 
 
 @reg(aten.rsub)

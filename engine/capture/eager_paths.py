@@ -7,7 +7,11 @@ contiguous). For most kernels both forms agree; for a few they do not, so eager'
 element depends on its position and on the operand's layout:
 
 - ``rsqrt`` of f16/bf16: the vector form computes in f32 and rounds once; the scalar form is
-  ``1 / sqrt(x)`` in the dtype's own arithmetic, rounding twice (27 % of values differ by an ulp).
+  ``1 / sqrt(x)`` in the dtype's own arithmetic, rounding twice (27 % of values differ by an ulp);
+- kernels that run as eager's own (opaque ops): ``gelu`` of +inf is nan on the vector path and
+  inf on the scalar one, a complex ``neg`` keeps a zero's sign only on the scalar one, and most
+  transcendental kernels differ by ulps. Such a call reads each operand laid out as eager's was
+  (``eager_strides``, ``vocab.EAGER_STRIDES``).
 
 A plan computes values, not layouts, so it reproduces eager's choice from the operand's layout
 as capture saw it (exact for intermediates and views; an input is taken to be contiguous, which
@@ -17,13 +21,47 @@ follows the machine's CPU capability (AVX2, AVX512).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, Callable
 
 import torch
 
 #: TensorIterator's grain: above it, with several threads, each thread's range has its own tail
 GRAIN_SIZE = 32768
+
+
+def _hint(e: Any) -> int | None:
+    if isinstance(e, int):
+        return e
+    hint = getattr(getattr(e, "node", None), "hint", None)
+    return int(hint) if hint is not None else None
+
+
+def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple[Any, ...] | None, ...]:
+    """Per positional argument of ``node``, the strides of the CPU tensor eager's kernel reads
+    there (extents: ``sym`` converts a symbolic one) when, at the example sizes, they are not
+    contiguous and no two elements overlap (None elsewhere, and for one-element tensors); empty
+    when every operand is contiguous. At run time ``vocab.laid_out`` lays out only an operand
+    whose strides differ, so symbolic strides need no guard."""
+    out: list[tuple[Any, ...] | None] = []
+    for a in node.args:
+        val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+        s = None
+        if isinstance(val, torch.Tensor) and val.device.type == "cpu":
+            shape, strides = [_hint(e) for e in val.shape], [_hint(e) for e in val.stride()]
+            if None not in shape and None not in strides and math.prod(shape) > 1:
+                expect, reach, dense, plain = 1, 0, True, True
+                for n, st in reversed(list(zip(shape, strides))):
+                    plain &= n == 1 or st == expect
+                    expect *= n
+                for st, n in sorted((st, n) for n, st in zip(shape, strides) if n > 1):
+                    dense &= st > reach
+                    reach += (n - 1) * st
+                s = tuple(sym(e) for e in val.stride()) if dense and not plain else None
+        out.append(s)
+    return tuple(out) if any(s is not None for s in out) else ()
 
 
 def rsqrt_rounding_twice(x: torch.Tensor) -> torch.Tensor:

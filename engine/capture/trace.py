@@ -53,8 +53,8 @@ class TracingError(CaptureError):
 DECOMPOSE = [
     aten._log_softmax, aten._softmax, aten._log_softmax_backward_data, aten._softmax_backward_data,
     aten.nll_loss_forward, aten.nll_loss_backward, aten.nll_loss2d_forward, aten.nll_loss2d_backward,
-    aten.native_layer_norm, aten.native_layer_norm_backward, aten.addcmul, aten.addcmul_, aten.addcdiv,
-    aten.addcdiv_, aten.lerp, aten.lerp_, aten.mse_loss, aten.mse_loss_backward, aten.silu, aten.silu_backward,
+    aten.native_layer_norm, aten.native_layer_norm_backward, aten.addcdiv,
+    aten.addcdiv_, aten.mse_loss, aten.mse_loss_backward, aten.silu, aten.silu_backward,
     aten.hardtanh, aten.leaky_relu, aten.threshold_backward, aten.logsumexp,
     aten.sigmoid_backward, aten.tanh_backward, aten.take_along_dim, aten.std, aten.var, aten.norm,
     aten.linalg_vector_norm, aten.softplus, aten.elu, aten.binary_cross_entropy_with_logits,
