@@ -396,9 +396,9 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             reads |= {local(v) for v in n.inputs()}
             defs = [local(o) for o in n.outs]
             if is_opaque(n.op):
-                layouts = n.kwargs.get(EAGER_STRIDES, ())
+                eager_layouts = n.kwargs.get(EAGER_STRIDES, ())
                 parts = [f"laid_out({r.value(a, 'list')}, {r.value(s)})" if s is not None else r.value(a, "list")
-                         for a, s in itertools.zip_longest(n.args, layouts[:len(n.args)])]
+                         for a, s in itertools.zip_longest(n.args, eager_layouts[:len(n.args)])]
                 parts += [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items() if k != EAGER_STRIDES]
                 target = f"[{defs[0]}]" if len(defs) == 1 and _returns_list(n.op) else ", ".join(defs)
                 call = f"{n.op}({', '.join(parts)})  # fallback: {step.reason}"

@@ -27,9 +27,22 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _sharing(outs: list, ins: list) -> set:
+    """Which outputs share storage with which inputs and with each other (nonempty tensors)."""
+    def ptr(t: Any) -> int | None:
+        return t.untyped_storage().data_ptr() if isinstance(t, torch.Tensor) and t.numel() else None
+
+    pairs = {(k, "input", j) for k, o in enumerate(outs) for j, x in enumerate(ins)
+             if ptr(o) is not None and ptr(o) == ptr(x)}
+    return pairs | {(k, "output", m) for k, o in enumerate(outs) for m in range(k)
+                    if ptr(o) is not None and ptr(o) == ptr(outs[m])}
+
+
 def assert_like_eager(fn: Callable, run: Callable, *args: Any, exact: bool = True) -> None:
-    """``run(*args)`` (satfuse) against ``fn(*args)`` (eager) on separate copies of ``args``;
-    ``exact=False`` allows reduction-order rounding (torch's default tolerances)."""
+    """``run(*args)`` (satfuse) against ``fn(*args)`` (eager) on separate copies of ``args``:
+    values, dtypes, shapes, which outputs share storage with an input or another output, every
+    input's final value; ``exact=False`` allows reduction-order rounding (torch's default
+    tolerances)."""
     ea, sa = _clone(args), _clone(args)
     try:
         want = fn(*ea)
@@ -49,6 +62,7 @@ def assert_like_eager(fn: Callable, run: Callable, *args: Any, exact: bool = Tru
             torch.testing.assert_close(g, w, equal_nan=True)
     for a, b in zip(ea, sa):
         assert _same(a, b), f"input after the call: eager {a} satfuse {b}"
+    assert _sharing(gl, sa) == _sharing(wl, ea), f"storage shared: satfuse {_sharing(gl, sa)}, eager {_sharing(wl, ea)}"
 
 
 def check_optimize(fn: Callable, *args: Any) -> None:

@@ -147,6 +147,68 @@ def test_eager_kernels_read_operands_laid_out_as_eagers():
     check_optimize(lambda t: torch.neg((t * 1)[:, ::2]).log1p(), z)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_mean_and_variance_round_once(dtype):
+    """Eager's f16/bf16 mean divides the float32 sum and rounds once, and var_mean computes in
+    float32: a sum rounded to the dtype and then divided (or a variance in the dtype's own
+    arithmetic) was an ulp off on a quarter of rows."""
+    g = torch.Generator().manual_seed(7)
+    for shape in [(64, 50), (4, 333), (3, 4, 5)]:
+        x = (torch.randn(shape, generator=g, dtype=torch.float64) * 2 + 1).to(dtype)
+        check_optimize(lambda t: (t.mean(-1), t.mean((0, -1), keepdim=True), torch.var_mean(t, -1),
+                                  torch.var_mean(t, 0, correction=0, keepdim=True)), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_prod_is_eagers_own_kernel(dtype):
+    """Eager's CPU f16/bf16 prod accumulates in the dtype itself (optimize fuzz 7005 #22: -0.9429,
+    where f32 accumulation gives -0.9424): on the CPU it runs as eager's kernel, reading a
+    transposed or strided operand laid out as eager's was (the order of its products)."""
+    d = torch.tensor([2.3750, 1.8291, -0.0920, 0.5439, 4.3359], dtype=dtype)
+    check_optimize(lambda t: t.prod(0), d)
+    x = (torch.rand(8, 50, generator=torch.Generator().manual_seed(8), dtype=torch.float64) + 0.5).to(dtype)
+    check_optimize(lambda t: (t.prod(1), t.prod(0, keepdim=True), (t * 1).t().prod(1), t[:, ::3].prod(1),
+                              t.prod()), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_kernels_whose_decomposition_rounds_per_op_run_as_eagers(dtype):
+    """On the CPU eager's f16/bf16 softmax, log_softmax, logsumexp, xlogy, logit, silu, softplus
+    and nll_loss compute in float32 and round once; torch's decompositions round after each op
+    (softmax along a short dim and logit were off by up to a third of the value). Bad targets
+    still raise eager's error."""
+    g = torch.Generator().manual_seed(9)
+    x, y = ((torch.randn(32, 40, generator=g, dtype=torch.float64) * 3).to(dtype) for _ in range(2))
+    tgt = torch.randint(0, 40, (32,), generator=g)
+    check_optimize(lambda t, u, c: (torch.softmax(t, 0), torch.softmax(t, 1), torch.log_softmax(t, 1),
+                                    torch.log_softmax(t, 0), torch.logsumexp(t, 1), torch.xlogy(t, u.abs()),
+                                    torch.logit(t.sigmoid(), 1e-3), F.silu(t), F.softplus(t), F.cross_entropy(t, c)),
+                   x, y, tgt)
+    bad = tgt.clone()
+    bad[3] = 40
+    check_optimize(lambda t, c: (t * 2, F.cross_entropy(t * 2, c)), x, bad)
+
+
+def test_a_number_operand_of_add_sub_and_rsub_is_taken_as_eager_takes_it():
+    """``-1.7 - t`` in f16 subtracts from -1.7 rounded to f16 (-1.7002: 0 where t is -1.7002),
+    and ``add(t, 2.0, alpha=0.1)`` in f64 is ``fma(2.0, 0.1, t)``, not ``t`` plus a float32
+    constant 0.2 (an error of 3e-9)."""
+    h = torch.tensor([-1.7002, -1.6992, 1.0, -1.7, 0.0], dtype=torch.float16)
+    check_optimize(lambda t: (-1.7 - t, torch.rsub(t, 0.1), torch.rsub(t, 3, alpha=2)), h)
+    for dtype in (torch.float32, torch.float64, torch.int32, torch.int64):
+        t = (torch.randn(100, generator=torch.Generator().manual_seed(10)) * 100).to(dtype)
+        check_optimize(lambda t: (torch.add(t, 2, alpha=3), torch.sub(t, 7, alpha=-2), torch.rsub(t, 5, alpha=3)), t)
+        if dtype.is_floating_point:
+            check_optimize(lambda t: (torch.add(t, 2.0, alpha=0.1), torch.sub(t, 0.3, alpha=1.7)), t)
+
+
+def test_views_of_inputs_returned_beside_a_torch_call_are_views():
+    """A plan with a torch fallback still returns eager's views of inputs (a name of the fallback
+    code once hid the layouts of returned views: jit fuzz 9974 #4, #42)."""
+    check_optimize(lambda c, i: (c.index_fill_(0, i, -INF), i[-1], c.t(), F.gelu(c.t())),
+                   torch.zeros(3, 4), torch.tensor([0, 2]))
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)

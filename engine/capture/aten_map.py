@@ -191,16 +191,20 @@ def _times_alpha(b: Builder, x: Any, y: Any, alpha: Any) -> Any:
     elif isinstance(y, Var) and isinstance(y.type, TensorType) and b.out_type is not None and \
             b.out_type.dtype != y.type.dtype:
         y = b("cast", y, b.out_type.dtype)  # a number x promotes too: add(0.5, i32, alpha=2**31) is float
+    if not isinstance(y, Var) and type(y) in (int, bool) and type(alpha) in (int, bool) and b.out_type is not None:
+        return wrap_int(int(y) * int(alpha), b.out_type.dtype)  # an integer product, wrapping as eager's
     return b("mul", y, alpha)
 
 
-def _fused_alpha(b: Builder, y: Any, alpha: Any) -> bool:
-    """``add``/``sub`` of a floating result with a number ``alpha`` and a tensor ``y``: eager's
-    kernels compute ``x + alpha * y`` as one fused multiply-add (``_fma_form``); multiply then add
-    is an ulp off on about 30 % of elements, which an ill-conditioned op after it (``sin`` of
-    1e29) turns into a different value."""
-    return (type(alpha) in (int, float) and alpha != 1 and isinstance(y, Var)
-            and isinstance(y.type, TensorType) and b.out_type is not None and b.out_type.dtype in FLOAT_DTYPES)
+def _fused_alpha(b: Builder, x: Any, y: Any, alpha: Any) -> bool:
+    """``add``/``sub`` of a floating tensor result with a number ``alpha``: eager's kernels
+    compute ``x + alpha * y`` as one fused multiply-add (``_fma_form``), ``y`` a tensor or a
+    number; multiply then add is an ulp off on about 30 % of elements, which an ill-conditioned
+    op after it (``sin`` of 1e29) turns into a different value, and a number's product with alpha
+    is not a float32 constant (``add(f64, 2.0, alpha=0.1)``)."""
+    tensor = any(isinstance(v, Var) and isinstance(v.type, TensorType) for v in (x, y))
+    return (type(alpha) in (int, float) and alpha != 1 and tensor and not isinstance(x, complex)
+            and not isinstance(y, complex) and b.out_type is not None and b.out_type.dtype in FLOAT_DTYPES)
 
 
 def _fma_form(b: Builder) -> bool:
@@ -303,7 +307,7 @@ def _binary(name: str) -> Callable:
             _int_division_by(b, y)
         if name in ("mul", "div") and _scalar_operand_in_op_math(b, y):
             return b.result(b("cast", b(name, b("cast", x, "f32"), b("cast", y, "f32")), b.out_type.dtype))
-        if name in ("add", "sub") and _fused_alpha(b, y, alpha):
+        if name in ("add", "sub") and _fused_alpha(b, x, y, alpha):
             if not _fma_form(b):
                 raise NotInVocab(f"a {b.out_type.dtype} add with alpha")
             return b.result(_fused(b, _opmath(b, y), _opmath(b, -alpha if name == "sub" else alpha), _opmath(b, x)))
@@ -454,7 +458,9 @@ def _lerp(b: Builder, x: Any, end: Any, weight: Any) -> Var:
 
 @reg(aten.rsub)
 def _rsub(b: Builder, x: Any, y: Any, alpha: Any = 1) -> Var:
-    return b.result(b("sub", y, _times_alpha(b, y, x, alpha)))
+    """``y - alpha * x``: eager's ``sub`` with the operands swapped (a number ``y`` is taken in
+    the tensor's dtype as ``sub`` takes it: ``-1.7 - t`` in f16 subtracts from -1.7002)."""
+    return _binary("sub")(b, y, x, alpha=alpha)
 
 
 @reg(aten.where.self, aten.where.ScalarSelf, aten.where.ScalarOther, aten.where.Scalar)
@@ -528,6 +534,10 @@ reg(aten.amin)(_red("amin"))
 
 @reg(aten.prod.dim_int, aten.prod.default)
 def _prod(b: Builder, x: Any, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Var:
+    """An f16/bf16 product on the CPU runs as eager's kernel: it accumulates in the dtype itself
+    (rounding after each multiply, in its own order), where the vocabulary's accumulates in f32."""
+    if b.out_type is not None and b.out_type.dtype in ("f16", "bf16") and b.out_type.device == "cpu":
+        raise NotInVocab("an f16/bf16 product on the CPU")
     return _red("prod")(b, x, None if dim is None else (dim,), keepdim, dtype=dtype)
 
 
@@ -539,22 +549,34 @@ def _maxall(b: Builder, x: Any) -> Var:
 
 @reg(aten.mean.dim, aten.mean.default)
 def _mean(b: Builder, x: Any, dims: Any = None, keepdim: Any = False, dtype: Any = None) -> Var:
+    """The sum divided by the count. An f16/bf16 mean divides the float32 sum and rounds once, as
+    eager's kernel does (a sum rounded to the dtype, then divided, was an ulp off on a quarter of
+    rows)."""
     if dtype is not None:
         x = b("cast", x, dtype_name(dtype))
     dims = _norm_dims(dims, _rank(x))
-    s = b("sum", x, dims, int(bool(keepdim)))
+    half = x.type.dtype in ("f16", "bf16")
+    s = b("sum", b("cast", x, "f32") if half else x, dims, int(bool(keepdim)))
     n = prod_extents(tuple(x.type.shape[d] for d in dims))
-    return b.result(b("div", s, n))
+    m = b("div", s, n)
+    return b.result(b("cast", m, x.type.dtype) if half else m)
 
 
 @reg(aten.var_mean.correction, aten.var.correction)
 def _var_mean(b: Builder, x: Any, dims: Any = None, correction: Any = None, keepdim: Any = False) -> Any:
+    """Two-pass variance (and mean). f16/bf16 compute in float32 and round each result once, as
+    eager's kernel does."""
+    half = x.type.dtype if x.type.dtype in ("f16", "bf16") else None
+    if half:
+        x = b("cast", x, "f32")
     dims = _norm_dims(dims, _rank(x))
     n = prod_extents(tuple(x.type.shape[d] for d in dims))
     corr = 1 if correction is None else correction
     mean = b("div", b("sum", x, dims, 1), n)
     d = b("sub", x, mean)
     var = b("div", b("sum", b("mul", d, d), dims, int(bool(keepdim))), as_extent(sympy.Max(0, sympy.sympify(n) - corr)) if not isinstance(n, int) else max(0, n - corr))
+    if half:
+        var, mean = b("cast", var, half), b("cast", mean, half)
     if b.n.target._overloadpacket is aten.var:
         return var
     if not keepdim:
