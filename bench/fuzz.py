@@ -773,23 +773,14 @@ def _widened(xs: list[Any]) -> list[Any] | None:
     return out
 
 
-def _no_self_overlap(x: torch.Tensor) -> bool:
-    """No two positions of ``x`` are one memory element, shown by its strides: each dim (by
-    increasing stride) steps past everything the smaller ones reach. False where unsure."""
-    reach = 0
-    for stride, size in sorted((st, s) for s, st in zip(x.shape, x.stride()) if s > 1):
-        if stride <= reach:
-            return False
-        reach += (size - 1) * stride
-    return True
-
-
 def _plain_layout(xs: list[Any]) -> list[Any] | None:
     """The inputs as fresh contiguous tensors of the same values: the same program to every
     reader but eager's CPU kernels, several of which answer differently on their vectorized
     (contiguous) and scalar (strided) paths (gelu of inf, the sign of a complex negation's zero,
     ulps of erf). None where relaying them out would change what the program computes: two
     inputs sharing memory, or one overlapping itself."""
+    from satfuse.engine.vocab import non_overlapping
+
     seen: set[int] = set()
     out = []
     for x in xs:
@@ -798,7 +789,7 @@ def _plain_layout(xs: list[Any]) -> list[Any] | None:
             continue
         if x.numel():
             ptr = x.untyped_storage().data_ptr()
-            if ptr in seen or not _no_self_overlap(x):
+            if ptr in seen or not non_overlapping(x.shape, x.stride()):
                 return None
             seen.add(ptr)
         out.append(x.detach().clone(memory_format=torch.contiguous_format))

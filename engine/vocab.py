@@ -19,7 +19,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 from functools import reduce
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import sympy
 import torch
@@ -117,16 +117,24 @@ def is_opaque(op: str) -> bool:
 EAGER_STRIDES = "_eager_strides"
 
 
+def non_overlapping(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """No two positions of this layout are one memory element, shown by its strides: each dim
+    (by increasing stride) steps past everything the smaller ones reach. False where unsure."""
+    reach = 0
+    for stride, size in sorted((st, n) for n, st in zip(shape, strides) if n > 1):
+        if stride <= reach:
+            return False
+        reach += (size - 1) * stride
+    return True
+
+
 def laid_out(x: Any, strides: tuple[int, ...] | None) -> Any:
     """``x``'s values with ``strides`` (a copy when its own differ): an opaque kernel's operand
-    in the layout eager's kernel read it in (``EAGER_STRIDES``)."""
-    if strides is None or not isinstance(x, torch.Tensor) or tuple(x.stride()) == tuple(strides):
+    in the layout eager's kernel read it in (``EAGER_STRIDES``). Sizes that make those strides
+    overlap were not eager's tensor: ``x`` as it is."""
+    if strides is None or not isinstance(x, torch.Tensor) or tuple(x.stride()) == tuple(strides) \
+            or not non_overlapping(x.shape, strides):
         return x
-    reach = 0
-    for stride, size in sorted((st, n) for n, st in zip(x.shape, strides) if n > 1):
-        if stride <= reach:  # these sizes make the layout overlap: eager's tensor was not this
-            return x
-        reach += (size - 1) * stride
     out = torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device)
     out.copy_(x)
     return out

@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 import torch
 
+from ..vocab import non_overlapping
+
 #: TensorIterator's grain: above it, with several threads, each thread's range has its own tail
 GRAIN_SIZE = 32768
 
@@ -52,14 +54,12 @@ def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple
         if isinstance(val, torch.Tensor) and val.device.type == "cpu":
             shape, strides = [_hint(e) for e in val.shape], [_hint(e) for e in val.stride()]
             if None not in shape and None not in strides and math.prod(shape) > 1:
-                expect, reach, dense, plain = 1, 0, True, True
+                expect, contiguous = 1, True
                 for n, st in reversed(list(zip(shape, strides))):
-                    plain &= n == 1 or st == expect
+                    contiguous &= n == 1 or st == expect
                     expect *= n
-                for st, n in sorted((st, n) for n, st in zip(shape, strides) if n > 1):
-                    dense &= st > reach
-                    reach += (n - 1) * st
-                s = tuple(sym(e) for e in val.stride()) if dense and not plain else None
+                if not contiguous and non_overlapping(shape, strides):
+                    s = tuple(sym(e) for e in val.stride())
         out.append(s)
     return tuple(out) if any(s is not None for s in out) else ()
 
@@ -102,9 +102,7 @@ def scalar_tail(shape: tuple[int, ...], strides: tuple[int, ...], chunk: int,
     TensorIterator drops size-1 dims, orders the rest by stride (innermost first), and merges
     neighbours whose strides chain; the innermost merged dim is the row. A row with a stride
     other than 1 is all scalar."""
-    numel = 1
-    for s in shape:
-        numel *= s
+    numel = math.prod(shape)
     if numel == 0:
         return None
     if numel > GRAIN_SIZE and (threads if threads is not None else torch.get_num_threads()) > 1:
