@@ -209,6 +209,23 @@ def test_views_of_inputs_returned_beside_a_torch_call_are_views():
                    torch.zeros(3, 4), torch.tensor([0, 2]))
 
 
+def test_true_division_of_integers_by_a_negative_number_is_in_floats():
+    """``u8 / -5`` divides by -5.0 (eager: -51 for 255); the number was wrapped to the tensor's
+    integer dtype first (u8 / 251). Found by scanning every binary op over every dtype pair."""
+    for dtype in (torch.uint8, torch.int8, torch.int32, torch.int64, torch.bool):
+        t = torch.tensor([255, 1, 0, 7, 2], dtype=torch.uint8).to(dtype)
+        check_optimize(lambda x: (x / -5, -5 / x, torch.div(x, -3), torch.true_divide(x, 300), x / 2.5), t)
+
+
+def test_bfloat16_pow_by_3_and_minus_2_rounds_the_square_first():
+    """Eager's CPU bf16 ``x ** 3`` is ``(x * x) * x`` and ``x ** -2`` is ``1 / (x * x)``, each op
+    rounded to bf16 (f32 pow rounded once differed on 7-13 % of values); f16 rounds once."""
+    for dtype in (torch.bfloat16, torch.float16):
+        bits = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+        x = bits[bits.isfinite()]
+        check_optimize(lambda t: (t ** 3, torch.pow(t, -2), t.clone().pow_(3.0), t ** -2.0, t ** 2, t ** -3), x)
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)
