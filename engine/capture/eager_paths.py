@@ -78,6 +78,8 @@ def vector_chunk(dtype: torch.dtype) -> int:
     values = torch.linspace(0.01, 10.0, 4096).to(dtype)
     once = torch.rsqrt(values.float()).to(dtype)
     differ = values[once != rsqrt_rounding_twice(values)]
+    if not len(differ):  # a build whose two paths agree: every element rounds once
+        return 1
     row = differ[:1].expand(127).contiguous()
     twice = torch.rsqrt(row) == rsqrt_rounding_twice(row)
     start = int(twice.nonzero()[0]) if twice.any() else 127
