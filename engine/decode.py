@@ -196,12 +196,13 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
         if isinstance(val, Var) and all(val is not v for v in [*effects, *original.inputs]):  # nor can a constant
             effects.append(val)
     obligations = chosen_obligations(d)
-    nodes = in_program_order(d.nodes, lambda n: d.rank.get(id(n), index_rank(n, original.index_ranks)))
+    rank = {id(n): d.rank.get(id(n), index_rank(n, original.index_ranks)) for n in d.nodes}
+    nodes = in_program_order(d.nodes, lambda n: rank[id(n)])
     tr = Trace(list(original.inputs), nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
                output_aliases=list(original.output_aliases), index_ops=dict(original.index_ops),
                index_ranks=dict(original.index_ranks), obligations=obligations, effects=effects,
                restrides=list(original.restrides),
-               ranks={id(n): d.rank[id(n)] for n in nodes if id(n) in d.rank})
+               ranks={id(n): rank[id(n)] for n in nodes if rank[id(n)] >= 0})
     tr.lint()
     return tr
 

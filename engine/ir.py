@@ -235,7 +235,7 @@ class Trace:
     index_ops: dict[str, str] = field(default_factory=dict)
     #: index value name -> the position of that op among the captured program's nodes
     index_ranks: dict[str, int] = field(default_factory=dict)
-    #: id(node) -> its position in the captured program, for opaque nodes after rewriting (decode)
+    #: id(node) -> its position in the captured program, for opaque nodes and index ops after rewriting (decode)
     ranks: dict[int, int] = field(default_factory=dict)
     #: what the rewrites behind this trace rely on (engine/decode.py fills it; lowering checks it)
     obligations: list[Obligation] = field(default_factory=list)

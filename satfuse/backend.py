@@ -106,8 +106,9 @@ class _Backend:
         from torch._guards import detect_fake_mode
 
         from satfuse.engine.capture import decomposition_table
+        from satfuse.engine.capture.eager_checks import EagerRefusal
         from satfuse.engine.capture.graph import GuardMark, has_unused_results, writes_tensors
-        from satfuse.graph_plans import compile_graph
+        from satfuse.graph_plans import compile_graph, refused_graph
 
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
         vals = [n.meta.get("example_value", x) for n, x in zip(phs, example_inputs)]
@@ -125,6 +126,9 @@ class _Backend:
 
             return compiler
 
-        return aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
-                            inference_compiler=boxed("inference"), decompositions=decomposition_table(),
-                            keep_inference_input_mutations=True)(gm, example_inputs)
+        try:
+            return aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
+                                inference_compiler=boxed("inference"), decompositions=decomposition_table(),
+                                keep_inference_input_mutations=True)(gm, example_inputs)
+        except EagerRefusal as e:  # a decomposition's probe: eager's kernel refuses these dtypes
+            return refused_graph(gm, e)

@@ -49,6 +49,16 @@ class CompiledGraph:
         return f"# {self.kind} graph\n" + Plan(self.plan, None, self.engine, self.timings).explain()
 
 
+def refused_graph(gm: Any, err: BaseException, kind: str = "inference") -> Callable:
+    """Dynamo's graph, run eagerly, where no plan may be made for it: eager rejects the example
+    (its error is raised on each call, inputs untouched), or satfuse has no plan for the graph."""
+    from satfuse.eager import eager_graph
+
+    _LOG.warning("satfuse backend: no plan for the %s graph (%s: %s); it runs eagerly", kind,
+                 type(err).__name__, (str(err).strip().splitlines() or [""])[0][:300])
+    return eager_graph(gm)
+
+
 def compile_graph(engine: Any, options: Any, gm: Any, example_inputs: list, kind: str, mark: Any = None) -> Callable:
     """One graph on ``engine``: AOTAutograd's (``mark`` taken before AOTAutograd traced) or
     Dynamo's (no ``mark``). Returns the callable Dynamo or AOTAutograd runs."""
@@ -74,11 +84,7 @@ def compile_graph(engine: Any, options: Any, gm: Any, example_inputs: list, kind
         except Exception as e:  # noqa: BLE001 - torch raises many kinds
             if type(e).__module__.startswith("torch._dynamo"):
                 raise  # Dynamo's own signals (restart with a float specialized, ...)
-            # eager rejects the example (its error is raised on each call, inputs untouched)
-            # or satfuse has no plan for the graph: Dynamo's graph runs eagerly
-            _LOG.warning("satfuse backend: no plan for the %s graph (%s: %s); it runs eagerly", kind,
-                         type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
-            return eager_graph(gm)
+            return refused_graph(gm, e, kind)
         if dg is None:  # an output aliasing AOTAutograd rebuilds from symbolic views
             return eager_graph(gm)
         trace = dg.graph.trace

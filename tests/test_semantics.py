@@ -226,6 +226,39 @@ def test_bfloat16_pow_by_3_and_minus_2_rounds_the_square_first():
         check_optimize(lambda t: (t ** 3, torch.pow(t, -2), t.clone().pow_(3.0), t ** -2.0, t ** 2, t ** -3), x)
 
 
+def test_compile_refuses_the_dtypes_eagers_kernels_refuse():
+    """torch.compile's graphs that write nothing go through AOTAutograd, whose decompositions
+    and meta kernels accept dtypes eager's kernels refuse (an int softmax became ops on ints and
+    returned: compile fuzz 9965 #3606); each decomposition and each kept op now asks eager's
+    kernel first, and the graph runs eagerly, raising eager's error on every call."""
+    i = torch.ones(3, 2, dtype=torch.int32)
+    for f in (lambda x: torch.softmax(x, -1), lambda x: torch.log_softmax(x, 0), lambda x: F.silu(x),
+              lambda x: torch.lerp(x, x, 0.5), lambda x: torch.bitwise_and(x.float(), x.float())):
+        check_compile(f, i)
+        check_compile(f, i[:0])  # empty: eager's kernel runs nothing and returns
+    torch._dynamo.reset()
+    c = torch.compile(lambda x: torch.softmax(x, -1), backend="satfuse")
+    for n in (0, 1, 3, 4):  # recompiled with a symbolic size
+        assert_like_eager(lambda x: torch.softmax(x, -1), c, torch.ones(n, 2, dtype=torch.int32))
+
+
+def test_an_index_check_waits_for_the_earlier_ops_eager_raises_in():
+    """Eager raises the first error in program order: ``index_put_`` into an empty tensor
+    (IndexError) before an unused gather from it (RuntimeError). Index ops that survive the
+    rewrites keep their program position, so the gather's range check runs after the
+    index_put (jit fuzz 9962 #1669)."""
+    def f(b, i2, i3):
+        t0 = b.exp2()
+        t0.index_put_((i2,), torch.tensor(-INF, dtype=t0.dtype), accumulate=True)
+        t2 = i2.prod()
+        torch.gather(t0, 0, i3)
+        return (torch.pow(i3, t2),)
+
+    args = (torch.zeros(0, 1, dtype=torch.bfloat16), torch.tensor([0]), torch.zeros(3, 1, dtype=torch.long))
+    check_optimize(f, *args)
+    check_jit(f, args)
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)

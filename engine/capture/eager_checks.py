@@ -21,6 +21,7 @@ refused as eager refuses it, and a plan never computes what eager rejects.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import warnings
@@ -217,13 +218,34 @@ def with_eager_check(op: Any) -> Callable:
 
 
 def with_eager_checks(table: dict) -> dict:
-    """``table`` (OpOverload -> decomposition) with eager's argument checks in front."""
+    """``table`` (OpOverload -> decomposition) with eager's argument checks in front, and the
+    real kernel's dtype and Scalar refusals (``probe_kernel``): AOTAutograd's trace decomposes
+    without capture's modes, where an int softmax would become ops that accept ints."""
     out = dict(table)
     for op, fn in table.items():
         wrap = CHECKS.get(getattr(op, "_overloadpacket", None))
-        if wrap is not None:
-            out[op] = wrap(fn)
+        out[op] = _probed(op, wrap(fn) if wrap is not None else fn)
     return out
+
+
+def _probed(op: Any, decomp: Callable) -> Callable:
+    @functools.wraps(decomp)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        probe_kernel(op, args, kwargs)
+        return decomp(*args, **kwargs)
+
+    return run
+
+
+def probe_graph(gm: torch.fx.GraphModule) -> None:
+    """``probe_kernel`` for every aten call of a traced graph, on its nodes' fake values: the
+    refusals of the ops a trace kept (AOTAutograd's meta kernels accept dtypes eager's reject)."""
+    def val(a: Any) -> Any:
+        return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
+
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload):
+            probe_kernel(n.target, pytree.tree_map(val, tuple(n.args)), pytree.tree_map(val, dict(n.kwargs)))
 
 
 # ---------------------------------------------------------------- the real kernel's value-independent refusals

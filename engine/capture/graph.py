@@ -23,6 +23,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import Namespace, Trace
 from .convert import CaptureError, Converter
+from .eager_checks import probe_graph
 from .functional import TRACING, AliasInfo, shared_outputs, trace_functional
 from .symbols import layout_only
 from .trace import Captured, capture, decomposition_table
@@ -148,6 +149,7 @@ def convert_aot_graph(gm: torch.fx.GraphModule, example_inputs: list, name: str 
     if aliases is None:
         return None
     mark = mark if mark is not None else GuardMark(shape_env)
+    probe_graph(gm)  # eager's dtype refusals of the ops AOTAutograd kept (its decompositions probe theirs)
     with TRACING:
         gt = trace_from_graph(gm, fake_args, shape_env, names=[_clean(n.name) for n in phs], name=name,
                               aliases=aliases)
