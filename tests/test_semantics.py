@@ -259,6 +259,46 @@ def test_an_index_check_waits_for_the_earlier_ops_eager_raises_in():
     check_jit(f, args)
 
 
+def test_logical_ops_of_non_bool_operands_are_laid_out_as_eagers():
+    """torch's meta kernel lays out ``logical_and``/``or``/``xor`` of a non-bool operand row-major,
+    where eager's follows a transposed operand (of the vocabulary's binary ops over every dtype
+    pair, only these differ): a later ``flatten`` viewed where eager copies, and the plan returned
+    two outputs sharing a buffer that eager keeps apart (jit fuzz 9962 #2553)."""
+    def f(a, b):
+        t2 = torch.logical_and(a.isinf(), b.mT)
+        t3 = torch.logical_or(a, b.mT)
+        t4 = torch.logical_xor(b.mT, a.int())
+        return t2, t2.flatten()[1], t3, t3.flatten(), t4.reshape(-1)[:2]
+
+    a = torch.tensor([[1.0], [INF]])
+    b = torch.tensor([[0.0, 2.0], [NAN, -0.0]], dtype=torch.bfloat16)
+    check_optimize(f, a, b)
+    check_jit(f, (a, b), (torch.ones(3, 1), torch.zeros(3, 3, dtype=torch.bfloat16)))
+    check_compile(f, a, b)
+
+
+def test_an_op_of_a_view_of_a_written_tensor_is_laid_out_as_eagers():
+    """After a write through ``a.permute(1, 0)``, eager's ``fmod(a.t(), d)`` is column-major (it
+    follows ``a.t()``), so ``reshape(-1)`` copies and a ``ceil_`` of the copy leaves it alone;
+    functionalization's value was row-major, the reshape viewed it and the ceil wrote through
+    (optimize fuzz 9961 #4995). An op's result now takes eager's layout from its operands'."""
+    def f(a, d):
+        a.permute(1, 0).masked_fill_(a.permute(1, 0) > 0, 3)
+        t2 = torch.fmod(a.t(), d)
+        t2.reshape(-1).ceil_()
+        t3 = a.t() * 2
+        t3.flatten().neg_()
+        t4 = torch.sigmoid(a.t()).contiguous()
+        t4.add_(1)
+        return t2, t3, t4, a
+
+    a = torch.tensor([[-1.52, 0.3], [2.5, -0.7]])
+    d = torch.tensor(-2, dtype=torch.int32)
+    check_optimize(f, a, d)
+    check_jit(f, (a, d), (torch.randn(3, 3), d))
+    check_compile(f, a, d)
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)

@@ -23,6 +23,7 @@ import contextlib
 from typing import Any, Callable
 
 import torch
+import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 
@@ -83,6 +84,30 @@ class Diverged:
         for o, w in zip(outs, wants):
             if isinstance(o, torch.Tensor) and (w is None or not _same_strides(o, w)):
                 self.eager[id(o)] = (o, w)
+
+
+    def result(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """After a non-view op read a tensor recorded here: record where its result's layout
+        differs from eager's (a pointwise op's result follows its operands' strides: ``fmod`` of
+        a diverged transposed view is column-major in eager). The op is replayed on fresh
+        tensors of its operands' eager geometry; unknown where an operand's is unknown."""
+        leaves, spec = pytree.tree_flatten((args, kwargs))
+        geos = [self.geometry(x) if isinstance(x, torch.Tensor) else x for x in leaves]
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        wants: list[Any] = [None] * len(outs)
+        if not any(isinstance(x, torch.Tensor) and g is None for x, g in zip(leaves, geos)):
+            try:
+                with _outside_functionalization():
+                    a, k = pytree.tree_unflatten([_fresh(g) if isinstance(g, torch.Tensor) else g for g in geos], spec)
+                    want = func(*a, **k)
+                wants = list(want) if isinstance(want, (tuple, list)) else [want]
+            except Exception:  # noqa: BLE001 - no replay: eager's layout is unknown
+                wants = [None] * len(outs)
+        if len(wants) != len(outs):
+            wants = [None] * len(outs)
+        for o, w in zip(outs, wants):
+            if isinstance(o, torch.Tensor) and (not isinstance(w, torch.Tensor) or not _same_strides(o, w)):
+                self.eager[id(o)] = (o, w if isinstance(w, torch.Tensor) else None)
 
 
 def _decision(method: str, t: torch.Tensor, args: tuple, kwargs: dict) -> Any:
