@@ -814,12 +814,10 @@ class EagerRewrites(_OverlapCheck):
                 return twin
             return self._in_eagers_dtype(func, args, kwargs)
         out = self._checked(func, args, kwargs)
-        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and (
-                _storage_id(args[0]) in self.written_any or id(args[0]) in self.diverged.eager):
-            self.diverged.view(func, args, kwargs, out)  # eager's layout, where functionalization's differs
-        elif self.diverged.eager and not getattr(func, "is_view", False) and any(
-                isinstance(a, torch.Tensor) and id(a) in self.diverged.eager for a in pytree.tree_leaves((args, kwargs))):
-            self.diverged.result(func, args, kwargs, out)  # an op's result follows its operands' layout
+        if (getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor)
+                and _storage_id(args[0]) in self.written_any) or (self.diverged.eager and any(
+                isinstance(a, torch.Tensor) and id(a) in self.diverged.eager for a in pytree.tree_leaves((args, kwargs)))):
+            self.diverged.replay(func, args, kwargs, out)  # eager's layout, where functionalization's differs
         if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
                 out, torch.Tensor) and (id(args[0]) in self.spread or _holds_an_element_twice(out)):
             self.spread[id(out)] = out

@@ -66,31 +66,12 @@ class Diverged:
         hit = self.eager.get(id(t))
         return t if hit is None else hit[1]
 
-    def view(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
-        """After the view op ``func`` of a written tensor made ``out``: record where its layout
-        differs from eager's (the op replayed on a fresh tensor of the operand's eager geometry)."""
-        base = self.geometry(args[0])
-        outs = list(out) if isinstance(out, (tuple, list)) else [out]
-        wants: list[Any] = [None] * len(outs)
-        if base is not None:
-            try:
-                with _outside_functionalization():
-                    want = func(_fresh(base), *args[1:], **kwargs)
-                wants = list(want) if isinstance(want, (tuple, list)) else [want]
-            except Exception:  # noqa: BLE001 - no replay: eager's layout is unknown
-                wants = [None] * len(outs)
-        if len(wants) != len(outs):
-            wants = [None] * len(outs)
-        for o, w in zip(outs, wants):
-            if isinstance(o, torch.Tensor) and (w is None or not _same_strides(o, w)):
-                self.eager[id(o)] = (o, w)
-
-
-    def result(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
-        """After a non-view op read a tensor recorded here: record where its result's layout
-        differs from eager's (a pointwise op's result follows its operands' strides: ``fmod`` of
-        a diverged transposed view is column-major in eager). The op is replayed on fresh
-        tensors of its operands' eager geometry; unknown where an operand's is unknown."""
+    def replay(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
+        """After a view op of a written tensor, or any op that read a tensor recorded here, made
+        ``out``: record where its layout differs from eager's (a pointwise op's result follows its
+        operands' strides: ``fmod`` of a diverged transposed view is column-major in eager). The
+        op is replayed on fresh tensors of its operands' eager geometry; unknown where an
+        operand's is unknown."""
         leaves, spec = pytree.tree_flatten((args, kwargs))
         geos = [self.geometry(x) if isinstance(x, torch.Tensor) else x for x in leaves]
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
