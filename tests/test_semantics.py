@@ -299,6 +299,29 @@ def test_an_op_of_a_view_of_a_written_tensor_is_laid_out_as_eagers():
     check_compile(f, a, d)
 
 
+def test_compile_of_an_input_restrided_through_an_alias():
+    """``t = a.contiguous(); t.transpose_(0, 1)`` transposes ``a`` itself (contiguous returns it).
+    Dynamo's example value of ``a`` already shows the transpose, so a re-trace on it saw a
+    non-contiguous input, copied, and left ``a`` as it was (compile fuzz 9965 #8599): the graph
+    now runs eagerly where an example value's geometry is not the passed tensor's."""
+    def f(a):
+        t2 = a.contiguous()
+        t2.transpose_(0, 1)
+        return (a,)
+
+    def g(a):
+        a.transpose_(0, 1)
+        return (a * 2, a)
+
+    for fn in (f, g):
+        torch._dynamo.reset()
+        a, b = torch.arange(4.0).reshape(2, 2), torch.arange(4.0).reshape(2, 2)
+        want, got = fn(a), torch.compile(fn, backend="satfuse")(b)
+        for w, o in zip(want, got):
+            assert torch.equal(w, o) and w.stride() == o.stride()
+        assert a.stride() == b.stride() and a.shape == b.shape
+
+
 def test_floor_divide_ops():
     a, b = torch.randn(64) * 100, torch.randn(64)
     check_optimize(lambda x, y: x // y, a, b)

@@ -157,6 +157,13 @@ def convert_aot_graph(gm: torch.fx.GraphModule, example_inputs: list, name: str 
     return DynamoGraph(gt, consts, shape_env, dropped, {"convert": time.perf_counter() - t0}, fake_args)
 
 
+def _geometry_hint(t: torch.Tensor) -> tuple:
+    """A tensor's shape, strides and offset, symbolic ones at their hints."""
+    from .compat import hint
+
+    return (tuple(hint(e) for e in t.shape), tuple(hint(e) for e in t.stride()), hint(t.storage_offset()))
+
+
 def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_key: str,
                          name: str = "computation") -> DynamoGraph:
     """Re-trace a Dynamo graph functionalized, on the placeholders' own fake values
@@ -174,7 +181,14 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
     metas = []
     for i, n in enumerate(phs[:n_graph]):
         v = n.meta.get(meta_key, n.meta.get("val", n.meta.get("example_value")))
-        metas.append(example_inputs[i] if v is None else v)
+        x = example_inputs[i]
+        if isinstance(v, torch.Tensor) and isinstance(x, torch.Tensor) and not isinstance(
+                x, torch._subclasses.FakeTensor) and _geometry_hint(v) != _geometry_hint(x):
+            raise CaptureError(
+                f"input {i} of the graph: Dynamo's example value has another shape or strides than the tensor "
+                "passed (the program changes the input's metadata in place, through an alias: "
+                "t = x.contiguous(); t.transpose_(0, 1)); a re-trace on it would miss the change")
+        metas.append(x if v is None else v)
     fake_mode = detect_fake_mode(example_inputs) or detect_fake_mode(
         [v for v in metas if isinstance(v, torch._subclasses.FakeTensor)])
     if fake_mode is None:
