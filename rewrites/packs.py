@@ -111,12 +111,11 @@ def scan_pack(path: str, text: str, known_rulesets: set[str],
     if not language:
         for name, (line, arity) in relations.items():
             if name not in forgotten:
-                vs = " ".join(f"c{i}" for i in range(arity))
                 raise RuleError(
-                    f"{path}:{line}: relation {name!r} is never forgotten: extraction does not read a pack's "
-                    f"relations, so each needs a rule deleting its rows before a session is serialized; add "
-                    f"(rule (({name} {vs})) ((delete ({name} {vs}))) :ruleset {CLEANUP_RULESET} "
-                    f":name \"{pack}/forget-{name}\")")
+                    f"{path}:{line}: relation {name!r} ({arity} columns) is never forgotten: extraction does not "
+                    f"read a pack's relations, so each needs a rule in ruleset {CLEANUP_RULESET} that deletes its "
+                    f"rows before a session is serialized, named \"{pack}/forget-{name}\" (README, \"Helper "
+                    f"relations\"; rules/gather.egg ends with one per relation it declares)")
     return rules, rulesets
 
 
