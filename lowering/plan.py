@@ -650,20 +650,23 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
     lines = [f"{buf} = torch.empty(({span},), dtype={rets[lead]}.dtype, device={rets[lead]}.device)"
              "  # eager's outputs here are views of one tensor"]
     later: list[tuple[str, int]] = []
-    # a member whose windows overlap (an unfold) cannot be written through; it is a view without a
-    # write where a dense member's memory holds all of it (the values agree: one memory in eager),
-    # else it stays the plan's own tensor
+    # a member whose windows overlap (an unfold) cannot be written through with copy_: it is a
+    # view without a write where a dense member's memory holds all of it (the values agree: one
+    # memory in eager), else its values are scattered to the storage positions it addresses
+    # (positions that address one element hold one value)
     dense = [k for k in members if _dense_span(aliases[k]) is not None]
     for k in members:
         a, view = aliases[k], f"{buf}_{k}"
         covered = None
+        geometry = f"{tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset - low}"
         if _overlaps_itself(a):
             lo, hi = _extent(a)
             covered = any(_dense_span(aliases[j])[0] <= lo and hi <= _dense_span(aliases[j])[1] for j in dense)
             if not covered:
-                continue
+                lines.append(f"{buf}.index_put_((torch.arange({span}, device={buf}.device).as_strided({geometry}),), "
+                             f"{rets[k]})  # its windows overlap: written by storage position")
         taken.add(view)
-        lines.append(f"{view} = {buf}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset - low})")
+        lines.append(f"{view} = {buf}.as_strided({geometry})")
         if covered is None:
             # an expanded member holds one element per stride-0 line: its value is written once
             one = "".join(f".narrow({d}, 0, 1)" for d, (n, st) in enumerate(zip(a.size, a.stride)) if st == 0 and n > 1)
