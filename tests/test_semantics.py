@@ -131,6 +131,15 @@ def test_half_erf_is_eagers_own_kernel(dtype):
     check_optimize(lambda x: (torch.erf(x), torch.special.erf(x * 1), x.clone().erf_(), 1 / torch.erf(x)), bits)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_sin_is_eagers_own_kernel(dtype):
+    """Eager's CPU f16 sin(300) is 0.99951..., where f32's sin gives the f16 midpoint and rounds
+    to 1.0 (bench/eager_exactness.py, unary-half): every finite value gives eager's bits."""
+    bits = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    bits = bits[bits.isfinite()]
+    check_optimize(lambda x: (torch.sin(x), x.clone().sin_(), torch.sin(x * 1) + 1), bits)
+
+
 def test_eager_kernels_read_operands_laid_out_as_eagers():
     """Eager's CPU gelu of +inf is inf on its scalar (strided) path and nan on its vector path; a
     complex neg keeps a zero's sign only on the scalar path. An op that runs as eager's kernel
