@@ -9,12 +9,22 @@ from typing import Any, Callable
 import pytest
 import torch
 import torch.utils._pytree as pytree
+from satfuse.engine.vocab import non_overlapping
 
 import satfuse
 
 
 def _clone(args: tuple) -> list:
-    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    """Copies that keep each tensor's strides (``clone()`` makes a strided, non-dense tensor
+    contiguous, and eager's answer can depend on the layout); an overlapping one is cloned."""
+    return [_copy(a) if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def _copy(a: torch.Tensor) -> torch.Tensor:
+    c = a.clone()
+    if c.stride() == a.stride() or not non_overlapping(tuple(a.shape), tuple(a.stride())):
+        return c
+    return torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device=a.device).copy_(a)
 
 
 def _same(a: Any, b: Any) -> bool:

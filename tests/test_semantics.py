@@ -107,8 +107,10 @@ def test_fused_kernels_round_as_eagers(dtype):
 def test_half_rsqrt_rounds_as_eagers_path_for_each_element(dtype):
     """Eager's CPU f16/bf16 rsqrt rounds once on its vector path and twice (sqrt, then the
     reciprocal) on its scalar path: rows under one vector, the tail of a longer row, a strided
-    row. The plan matches eager bit for bit on each layout capture sees (views, transposes,
-    intermediates), under jit (static plans per size) and torch.compile too."""
+    row. The plan runs eager's kernel and matches it bit for bit on every layout (views,
+    transposes, intermediates, a caller's strided tensor, a tensor split between threads, where
+    each thread's range has a tail: 3 of 50001 values were off), under jit (one symbolic plan)
+    and torch.compile too."""
     def fns(a):
         return (a.rsqrt(), a.t().rsqrt(), (a + 0).t().rsqrt(), (a.t() + 0).rsqrt(), a[:, ::2].rsqrt(),
                 a[:, 1:].clone().rsqrt_())
@@ -118,8 +120,16 @@ def test_half_rsqrt_rounds_as_eagers_path_for_each_element(dtype):
         check_optimize(fns, a)
         check_optimize(lambda x: x[:, 1:].rsqrt_(), a)
     a = (torch.rand(4, 40) * 10 + 0.01).to(dtype)
-    check_jit(lambda x: x.rsqrt() * 2, (a,), (a[:3, :7],), (a[:, :35],))
+    check_jit(lambda x: x.rsqrt() * 2, (a,), (a[:3, :7],), (a[:, :35],), (a[:, ::2],), (a.t(),))
     check_compile(lambda x: x.rsqrt() * 2, a[:, :37])
+    every = torch.arange(-32768, 32768, dtype=torch.int32).to(torch.int16).view(dtype)
+    check_optimize(lambda x: x.rsqrt() + 0, every[::2])  # strided caller's tensor
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # above the grain, each thread's range has a tail of its own
+    try:
+        check_optimize(lambda x: x.rsqrt() + 0, every[:50001].abs())
+    finally:
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

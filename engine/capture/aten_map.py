@@ -12,9 +12,9 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, IRError, TensorType, Var, as_extent, dtype_name
+from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, TensorType, Var, as_extent, dtype_name
 from ..vocab import BINARY, EAGER_STRIDES, UNARY, prod_extents
-from .eager_paths import eager_strides, scalar_tail, vector_chunk
+from .eager_paths import eager_strides
 
 aten = torch.ops.aten
 ATEN_MAP: dict[Any, Callable] = {}
@@ -153,35 +153,9 @@ def _half_kernel(name: str, why: str) -> Callable:
 reg(aten.erf, *([aten.special_erf] if hasattr(aten, "special_erf") else []))(
     _half_kernel("erf", "tiny values flushed to zero, an ulp off elsewhere"))
 reg(aten.sin)(_half_kernel("sin", "an ulp off f32's where f32's value is a midpoint"))
-
-
-@reg(aten.rsqrt)
-def _rsqrt(b: Builder, x: Any) -> Var:
-    """Eager's CPU ``rsqrt`` of f16/bf16 rounds once on its vector path and twice on its scalar
-    path (engine/capture/eager_paths.py): the plan computes each element as eager's path for
-    that element does, from the operand's layout, so its answer never depends on the plan's own."""
-    dt = b.out_type.dtype if b.out_type is not None else None
-    if not (dt in ("f16", "bf16") and b.out_type.device == "cpu" and isinstance(x, Var) and x.type.dtype == dt):
-        return b.result(b("rsqrt", x))
-    val = b.n.args[0].meta.get("val")
-    if not all(isinstance(e, int) for e in (*val.shape, *val.stride())):
-        raise IRError(f"eager's CPU {dt} rsqrt rounds differently in the tail of a row, which depends on the "
-                      "sizes: this call needs a plan for its static sizes")
-    tail = scalar_tail(tuple(val.shape), tuple(val.stride()), vector_chunk(val.dtype))
-    once = b("cast", b("rsqrt", b("cast", x, "f32")), dt)
-    if tail is None:
-        return once
-    # eager_paths.rsqrt_rounding_twice, in IR ops
-    twice = b("cast", b("reciprocal", b("cast", b("cast", b("sqrt", b("cast", x, "f32")), dt), "f32")), dt)
-    if not tail.row:
-        return twice
-    rank = len(val.shape)
-    pos: Any = None
-    for d, step in tail.row:
-        term = b.c.emit("iota", (val.shape[d], "i64", d, rank), b.n, hint="iota")
-        term = b("mul", term, step) if step != 1 else term
-        pos = term if pos is None else b("add", pos, term)
-    return b("where", b("ge", pos, tail.start), twice, once)
+# rsqrt rounds once on eager's vector path and twice (sqrt, then its reciprocal) on its scalar path:
+# which element takes which depends on the layout of the caller's tensors, the sizes and the threads
+reg(aten.rsqrt)(_half_kernel("rsqrt", "rounded once or twice by position"))
 
 
 def _times_alpha(b: Builder, x: Any, y: Any, alpha: Any) -> Any:
