@@ -54,3 +54,18 @@ def test_every_family_yields_cases():
     for fam in X.FAMILIES.values():
         first = next(iter(fam.cases(True)))
         assert first.label and callable(first.fn) and first.args
+
+
+def test_the_plan_gets_the_layout_eager_got(monkeypatch):
+    """A copy of a strided tensor is contiguous, and eager's answer can depend on the layout:
+    the plan is built and called on the very tensors eager read."""
+    seen = []
+
+    def record(fn, *args):
+        seen.append(args[0].stride())
+        return lambda a: (seen.append(a.stride()), fn(a))[1]
+
+    monkeypatch.setattr(X.satfuse, "optimize", record)
+    x = torch.arange(8.0)[::2]
+    assert X.judge(X.Case("neg", torch.neg, (x,)), exact=True) == ("equal", "")
+    assert seen == [(2,), (2,)]
