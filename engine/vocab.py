@@ -128,16 +128,28 @@ def non_overlapping(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return True
 
 
+def expanded_apart(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """``non_overlapping`` but for expanded dims (stride 0): an ``expand`` of a tensor that holds
+    each element once."""
+    return non_overlapping([1 if st == 0 else n for n, st in zip(shape, strides)], strides)
+
+
 def laid_out(x: Any, strides: tuple[int, ...] | None) -> Any:
     """``x``'s values with ``strides`` (a copy when its own differ): an opaque kernel's operand
-    in the layout eager's kernel read it in (``EAGER_STRIDES``). Sizes that make those strides
-    overlap were not eager's tensor: ``x`` as it is."""
+    in the layout eager's kernel read it in (``EAGER_STRIDES``). A stride-0 dim was an ``expand``
+    in eager (its values are one value, which ``x`` holds at index 0 of that dim), and the copy is
+    expanded there too. Sizes that make those strides overlap were not eager's tensor: ``x`` as
+    it is."""
     if strides is None or not isinstance(x, torch.Tensor) or tuple(x.stride()) == tuple(strides) \
-            or not non_overlapping(x.shape, strides):
+            or not expanded_apart(x.shape, strides):
         return x
-    out = torch.empty_strided(x.shape, strides, dtype=x.dtype, device=x.device)
-    out.copy_(x)
-    return out
+    base = x
+    for d, (n, st) in enumerate(zip(x.shape, strides)):
+        if st == 0 and n > 1:
+            base = base.narrow(d, 0, 1)
+    out = torch.empty_strided(base.shape, strides, dtype=x.dtype, device=x.device)
+    out.copy_(base)
+    return out.expand(x.shape)
 
 
 def resolve_opaque(op: str) -> Callable:

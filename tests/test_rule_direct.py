@@ -54,7 +54,7 @@ def test_counterexamples_show_the_kind_of_mistake(pack_report):
     ties = r["unsound/ge-to-gt"].counterexample.operands
     assert ties[0].split("=")[1] == ties[1].split("=")[1]  # a == b
     assert "inf" in r["unsound/div-zero-minus"].counterexample.problem
-    assert "nan" in r["unsound/max-to-select"].counterexample.problem
+    assert "nan" in r["unsound/relu-to-select"].counterexample.problem
     assert "instead of" in r["unsound/exp-to-sum"].counterexample.problem
     assert "f32" in r["unsound/cast-drop"].counterexample.problem and "f64" in r["unsound/cast-drop"].counterexample.problem
     assert "UNSOUND" in pack_report.table() and "left side:" in pack_report.table()

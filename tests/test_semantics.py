@@ -141,6 +141,29 @@ def test_half_erf_is_eagers_own_kernel(dtype):
     check_optimize(lambda x: (torch.erf(x), torch.special.erf(x * 1), x.clone().erf_(), 1 / torch.erf(x)), bits)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_ties_of_signed_zeros_in_max_min_and_clamp_are_eagers(dtype):
+    """Eager's CPU maximum/minimum/clamp-by-tensor answer a tie of +0 and -0 with the second
+    operand on the vector path and the first on the scalar path (a row's tail, a short or strided
+    row): ``1 / r`` shows which zero came back (optimize fuzz 9995 #2994: atan2 of it was off by
+    pi). Every layout gives eager's sign: rows shorter than a vector, a vector and a tail,
+    broadcasts, an expanded caller's tensor, an expanded intermediate (laid out expanded again for
+    eager's kernel: its rows differ from a contiguous copy's), int operands promoted to floats."""
+    def fns(p, m, i):
+        return (1 / torch.maximum(p, m), 1 / torch.minimum(p, m), 1 / torch.maximum(m, p), 1 / torch.max(m, p),
+                1 / torch.clamp(p, min=m), 1 / torch.clamp(m, max=p), 1 / torch.clamp_min(p, m),
+                1 / torch.maximum(i, m), 1 / torch.minimum(m[:1].expand_as(m), p * 1),
+                1 / torch.maximum(p.t() * 1, m.t()), 1 / (p.clone().clamp_max_(m)))
+
+    for rows, cols in [(3, 5), (2, 67), (70, 3), (1, 1)]:
+        p = torch.zeros(rows, cols, dtype=dtype)
+        m = -torch.zeros(rows, cols, dtype=dtype)
+        m[0, ::3] = 1.0
+        check_optimize(fns, p, m, torch.zeros(rows, cols, dtype=torch.int64))
+    p, m = torch.zeros(1, 40, dtype=dtype), -torch.zeros(40, 40, dtype=dtype)
+    check_optimize(lambda x, y: 1 / torch.maximum(x.expand(40, 40), y), p, m)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_sin_is_eagers_own_kernel(dtype):
     """Eager's CPU f16 sin(300) is 0.99951..., where f32's sin gives the f16 midpoint and rounds

@@ -316,8 +316,30 @@ for _n in BINARY:
     if pk is not None:
         reg(pk)(_binary(_n))
 reg(aten.true_divide)(_binary("div"))
-reg(aten.max.other)(_binary("maximum"))
-reg(aten.min.other)(_binary("minimum"))
+
+
+def _ties_by_path(b: Builder) -> bool:
+    """Eager's CPU ``maximum``/``minimum`` (and ``clamp`` with tensor bounds) of floats answer a
+    tie of +0 and -0 by path: the vector path returns the second operand, the scalar path (a
+    row's tail, a short or strided row) the first, so the sign of a zero depends on the element's
+    position and the operands' layouts (``atan2`` and ``1 / x`` show it: optimize fuzz 9995
+    #2994). There they run as eager's own kernel, reading operands laid out as eager's."""
+    return b.out_type is not None and b.out_type.device == "cpu" and b.out_type.dtype in ("f16", "bf16", "f32", "f64")
+
+
+def _tie_breaking(name: str) -> Callable:
+    conv = _binary(name)
+
+    def tie(b: Builder, *args: Any, **kw: Any) -> Var:
+        if _ties_by_path(b):
+            raise NotInVocab(f"{name} of floats on the CPU (a tie of +0 and -0 is answered by eager's path)")
+        return conv(b, *args, **kw)
+
+    return tie
+
+
+reg(aten.maximum, aten.max.other)(_tie_breaking("maximum"))
+reg(aten.minimum, aten.min.other)(_tie_breaking("minimum"))
 
 
 def _one_element(v: Any) -> bool:
@@ -472,6 +494,8 @@ def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
         if bound is None:
             continue
         if isinstance(bound, Var):
+            if _ties_by_path(b):
+                raise NotInVocab("clamp of floats by a tensor on the CPU (a tie of +0 and -0 is answered by eager's path)")
             x = b(op, x, bound)
         elif isinstance(bound, float) and bound != bound:  # eager: a nan bound makes every element nan
             x = b("add", x, bound)

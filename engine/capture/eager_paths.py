@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 import torch
 
-from ..vocab import non_overlapping
+from ..vocab import expanded_apart
 
 
 def _hint(e: Any) -> int | None:
@@ -31,7 +31,8 @@ def _hint(e: Any) -> int | None:
 def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple[Any, ...] | None, ...]:
     """Per positional argument of ``node``, the strides of the CPU tensor eager's kernel reads
     there (extents: ``sym`` converts a symbolic one) when, at the example sizes, they are not
-    contiguous and no two elements overlap (None elsewhere, and for one-element tensors); empty
+    contiguous and no two elements overlap but along expanded dims (None elsewhere, and for
+    one-element tensors); empty
     when every operand is contiguous. At run time ``vocab.laid_out`` lays out only an operand
     whose strides differ, so symbolic strides need no guard."""
     out: list[tuple[Any, ...] | None] = []
@@ -45,7 +46,7 @@ def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple
                 for n, st in reversed(list(zip(shape, strides))):
                     contiguous &= n == 1 or st == expect
                     expect *= n
-                if not contiguous and non_overlapping(shape, strides):
+                if not contiguous and expanded_apart(shape, strides):
                     s = tuple(sym(e) for e in val.stride())
         out.append(s)
     return tuple(out) if any(s is not None for s in out) else ()
