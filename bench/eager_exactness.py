@@ -15,6 +15,10 @@ Families:
   binary-dtypes   every binary op over every pair of 8 dtypes, the second operand a tensor, a
                   0-d tensor or a Python number (type promotion, wrapped numbers, integer
                   division and its errors)
+  binary-layouts  binary ops and clamp by a tensor in the four float dtypes, in layouts that move
+                  elements between eager's vector path and its scalar tail (short rows, a
+                  vector and a tail, broadcast, expanded, transposed, strided), over +-0,
+                  +-inf and nan, the result seen through 1 / r so the sign of a zero counts
   scalar-forms    arithmetic with Python numbers in the four float dtypes (how eager casts the
                   number: in the dtype, or in op math)
   composite-half  decomposed ops (softmax, norms, losses, activations) in f16 and bf16
@@ -151,6 +155,34 @@ def binary_dtypes(quick: bool) -> Iterator[Case]:
             yield Case(f"{name} {_dt(da)} {_dt(db)} {form}", lambda x, y, op=op: op(x, y), (a, other))
 
 
+def _operand_layouts(dt: torch.dtype, g: torch.Generator) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
+    """Pairs of operands in the layouts that move an element between eager's vector path and
+    its scalar tail: rows shorter than a vector, a vector and a tail, a broadcast row, an
+    expanded operand, transposed and strided operands. Values are drawn from the edge values
+    (+-0, +-inf, nan) and a few small numbers, so ties are common."""
+    edge = torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -1.0, 0.5], dtype=torch.float64).to(dt)
+
+    def pick(*shape: int) -> torch.Tensor:
+        return edge[torch.randint(0, len(edge), shape, generator=g)]
+
+    yield "3x5", pick(3, 5), pick(3, 5)
+    yield "2x67", pick(2, 67), pick(2, 67)
+    yield "row-broadcast", pick(1, 67), pick(4, 67)
+    yield "expanded", pick(1, 40).expand(40, 40), pick(40, 40)
+    yield "transposed", pick(40, 36).t(), pick(36, 40)
+    yield "strided", pick(3, 80)[:, ::2], pick(3, 40)
+
+
+def binary_layouts(quick: bool) -> Iterator[Case]:
+    g = _gen()
+    ops = {k: BINARY[k] for k in ("maximum", "atan2")} if quick else {
+        k: v for k, v in BINARY.items() if not k.startswith(("bitwise", "logical"))}
+    ops = {**ops, "clamp(min=t)": lambda a, b: torch.clamp(a, min=b), "clamp(max=t)": lambda a, b: torch.clamp(a, max=b)}
+    for dt in (HALVES if quick else FLOATS):
+        for (layout, a, b), (name, op) in itertools.product(list(_operand_layouts(dt, g)), ops.items()):
+            yield Case(f"{name} {_dt(dt)} {layout}", lambda x, y, op=op: 1 / op(x, y), (a, b))
+
+
 SCALAR_OPS: dict[str, Callable[[torch.Tensor, float], Any]] = {
     "t+s": lambda t, s: t + s, "t-s": lambda t, s: t - s, "s-t": lambda t, s: s - t, "t*s": lambda t, s: t * s,
     "t/s": lambda t, s: t / s, "s/t": lambda t, s: s / t, "t**s": lambda t, s: t**s, "s**t": lambda t, s: s**t,
@@ -222,6 +254,7 @@ FAMILIES = {f.name: f for f in (
     Family("unary-half", unary_half),
     Family("unary-dtypes", unary_dtypes),
     Family("binary-dtypes", binary_dtypes),
+    Family("binary-layouts", binary_layouts),
     Family("scalar-forms", scalar_forms),
     Family("composite-half", lambda quick: _composites(HALVES, quick)),
     Family("composite-float", lambda quick: _composites((torch.float32, torch.float64), quick), exact=False),
