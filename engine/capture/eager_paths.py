@@ -7,8 +7,8 @@ on the vector path and inf on the scalar one, a complex ``neg`` keeps a zero's s
 scalar one, f16/bf16 ``rsqrt`` rounds once or twice, most transcendental kernels differ by ulps),
 so eager's answer for an element depends on its position and on the operand's layout. Such an op
 runs as eager's own kernel in the plan (an opaque op), reading each operand laid out as eager's
-was (``eager_strides``, ``vocab.EAGER_STRIDES``): exact for intermediates and views, and for a caller's
-tensor the kernel reads directly (the plan passes it as it is).
+was (``eager_strides``, ``vocab.EAGER_STRIDES``): exact for intermediates and views, and for a
+caller's tensor the kernel reads directly (the plan passes it as it is).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple
     """Per positional argument of ``node``, the strides of the CPU tensor eager's kernel reads
     there (extents: ``sym`` converts a symbolic one) when, at the example sizes, they are not
     contiguous and no two elements overlap but along expanded dims (None elsewhere, and for
-    one-element tensors); empty
-    when every operand is contiguous. At run time ``vocab.laid_out`` lays out only an operand
-    whose strides differ, so symbolic strides need no guard."""
+    one-element tensors); empty when every operand is contiguous. At run time
+    ``vocab.laid_out`` lays out only an operand whose strides differ, so symbolic strides need
+    no guard."""
     out: list[tuple[Any, ...] | None] = []
     for a in node.args:
         val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
