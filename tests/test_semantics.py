@@ -702,6 +702,15 @@ def test_meta_promotion_differs_from_eager():
     check_optimize(lambda b: (torch.pow(b, False), torch.pow(b, True), torch.pow(b, 2)), b)
 
 
+def test_meta_promotion_differs_from_eager_under_torch_compile():
+    """AOTAutograd's graph carries the meta kernel's int64 of ``pow(bool, True)`` into every later
+    op; converted as it was, the backend returned int64 where eager gives bool (compile fuzz 9996
+    #5480). Such a graph runs eagerly; a later op sees eager's bool."""
+    b = torch.tensor([True, False, True])
+    check_compile(lambda b: (torch.pow(b, True), torch.pow(b, True) + b, torch.pow(b, 2)), b)
+    check_compile(lambda b: torch.pow(b, True), torch.ones(0, 1, 0, dtype=torch.bool))
+
+
 # ---------------------------------------------------------------- more fuzz repros, as tests
 
 def test_inplace_floor_division_of_specials():

@@ -237,15 +237,27 @@ def _probed(op: Any, decomp: Callable) -> Callable:
     return run
 
 
+class MetaDtypeError(RuntimeError):
+    """A traced graph's node has the dtype of torch's meta kernel where eager's kernel gives
+    another (``pow(bool_t, True)``: int64 on meta, bool in eager)."""
+
+
 def probe_graph(gm: torch.fx.GraphModule) -> None:
     """``probe_kernel`` for every aten call of a traced graph, on its nodes' fake values: the
-    refusals of the ops a trace kept (AOTAutograd's meta kernels accept dtypes eager's reject)."""
+    refusals of the ops a trace kept (AOTAutograd's meta kernels accept dtypes eager's reject),
+    and a :class:`MetaDtypeError` where a node's dtype is not eager's result dtype: the graph
+    carries the meta kernel's dtype into every later op, so it cannot be converted as it is
+    (capture's own trace casts the result to eager's dtype where the op runs)."""
     def val(a: Any) -> Any:
         return a.meta.get("val") if isinstance(a, torch.fx.Node) else a
 
     for n in gm.graph.nodes:
         if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload):
-            probe_kernel(n.target, pytree.tree_map(val, tuple(n.args)), pytree.tree_map(val, dict(n.kwargs)))
+            dtype = probe_kernel(n.target, pytree.tree_map(val, tuple(n.args)), pytree.tree_map(val, dict(n.kwargs)))
+            meta = n.meta.get("val")
+            if dtype is not None and isinstance(meta, torch.Tensor) and meta.dtype != dtype:
+                raise MetaDtypeError(f"{n.target} ({n.name}): the traced graph has {meta.dtype}, the dtype of "
+                                     f"torch's meta kernel, where eager's kernel gives {dtype}")
 
 
 # ---------------------------------------------------------------- the real kernel's value-independent refusals
