@@ -28,6 +28,7 @@ Families:
     python bench/eager_exactness.py                  # every family (minutes)
     python bench/eager_exactness.py binary-dtypes    # one family
     python bench/eager_exactness.py --quick          # a few ops of each family
+    python bench/eager_exactness.py --threads 2 unary-half   # eager's per-thread tails
 
 Exit status 1 when a case differs beyond the family's criterion, errs, or does not raise.
 """
@@ -335,12 +336,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("families", nargs="*", help=f"default: all of {', '.join(FAMILIES)}")
     ap.add_argument("--quick", action="store_true", help="a few ops of each family")
     ap.add_argument("--show", type=int, default=20, help="non-equal cases listed per family")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch's intra-op threads (eager's paths differ per thread: each range has its own tail)")
     a = ap.parse_args(argv)
+    if a.threads is not None:
+        torch.set_num_threads(a.threads)
     unknown = [f for f in a.families if f not in FAMILIES]
     if unknown:
         ap.error(f"unknown families {unknown}; choose from {list(FAMILIES)}")
     fuzz.quiet()
-    print(f"satfuse bit-for-bit against eager (torch {torch.__version__}{', quick' if a.quick else ''})")
+    print(f"satfuse bit-for-bit against eager (torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
+          f"{', quick' if a.quick else ''})")
     head = f"{'family':<16}" + "".join(f"{v:>9}" for v in ("cases", *VERDICTS)) + f"{'s':>7}"
     print(head)
     notes, failing = [], 0
