@@ -135,16 +135,31 @@ for _n in UNARY:
         reg(pk)(_unary(_n))
 
 
+_HALVES = ("f16", "bf16")
+_FLOATS = ("f16", "bf16", "f32", "f64")
+
+
+def _cpu_result_in(b: Builder, dtypes: tuple[str, ...]) -> bool:
+    return b.out_type is not None and b.out_type.device == "cpu" and b.out_type.dtype in dtypes
+
+
+def _eager_kernel_on_cpu(conv: Callable, dtypes: tuple[str, ...], why: str) -> Callable:
+    """``conv``, except where the node's result is one of ``dtypes`` on the CPU: there the op runs as
+    eager's own kernel (``why`` says what no vocabulary form reproduces); elsewhere (CUDA's f32
+    opmath, other dtypes) the vocabulary's op is eager's."""
+
+    def guarded(b: Builder, *args: Any, **kw: Any) -> Var:
+        if _cpu_result_in(b, dtypes):
+            raise NotInVocab(why)
+        return conv(b, *args, **kw)
+
+    return guarded
+
+
 def _half_kernel(name: str, why: str) -> Callable:
-    """``name`` of f16/bf16 on the CPU runs as eager's own kernel, whose answer is not f32's
-    rounded (``why``); elsewhere (f32, f64, CUDA's f32 opmath) the vocabulary's op is eager's."""
-
-    def conv(b: Builder, x: Any, *rest: Any, **kw: Any) -> Var:
-        if b.out_type is not None and b.out_type.dtype in ("f16", "bf16") and b.out_type.device == "cpu":
-            raise NotInVocab(f"f16/bf16 {name} on the CPU: eager's kernel is not f32's rounded ({why})")
-        return b.result(b(name, x))
-
-    return conv
+    """``name`` of f16/bf16 on the CPU: eager's kernel, whose answer is not f32's rounded."""
+    return _eager_kernel_on_cpu(_unary(name), _HALVES,
+                                f"f16/bf16 {name} on the CPU: eager's kernel is not f32's rounded ({why})")
 
 
 # found by bench/eager_exactness.py (every f16/bf16 value, four layouts):
@@ -318,28 +333,16 @@ for _n in BINARY:
 reg(aten.true_divide)(_binary("div"))
 
 
-def _ties_by_path(b: Builder) -> bool:
-    """Eager's CPU ``maximum``/``minimum`` (and ``clamp`` with tensor bounds) of floats answer a
-    tie of +0 and -0 by path: the vector path returns the second operand, the scalar path (a
-    row's tail, a short or strided row) the first, so the sign of a zero depends on the element's
-    position and the operands' layouts (``atan2`` and ``1 / x`` show it: optimize fuzz 9995
-    #2994). There they run as eager's own kernel, reading operands laid out as eager's."""
-    return b.out_type is not None and b.out_type.device == "cpu" and b.out_type.dtype in ("f16", "bf16", "f32", "f64")
+# Eager's CPU maximum/minimum (and clamp with tensor bounds) of floats answer a tie of +0 and -0 by
+# path: the vector path returns the second operand, the scalar path (a row's tail, a short or
+# strided row) the first, so the sign of a zero depends on the element's position and the operands'
+# layouts (atan2 and 1 / x show it: optimize fuzz 9995 #2994). There they run as eager's own kernel,
+# reading operands laid out as eager's.
+_TIES = "of floats on the CPU (a tie of +0 and -0 is answered by eager's path)"
 
 
-def _tie_breaking(name: str) -> Callable:
-    conv = _binary(name)
-
-    def tie(b: Builder, *args: Any, **kw: Any) -> Var:
-        if _ties_by_path(b):
-            raise NotInVocab(f"{name} of floats on the CPU (a tie of +0 and -0 is answered by eager's path)")
-        return conv(b, *args, **kw)
-
-    return tie
-
-
-reg(aten.maximum, aten.max.other)(_tie_breaking("maximum"))
-reg(aten.minimum, aten.min.other)(_tie_breaking("minimum"))
+reg(aten.maximum, aten.max.other)(_eager_kernel_on_cpu(_binary("maximum"), _FLOATS, f"maximum {_TIES}"))
+reg(aten.minimum, aten.min.other)(_eager_kernel_on_cpu(_binary("minimum"), _FLOATS, f"minimum {_TIES}"))
 
 
 def _one_element(v: Any) -> bool:
@@ -494,8 +497,8 @@ def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
         if bound is None:
             continue
         if isinstance(bound, Var):
-            if _ties_by_path(b):
-                raise NotInVocab("clamp of floats by a tensor on the CPU (a tie of +0 and -0 is answered by eager's path)")
+            if _cpu_result_in(b, _FLOATS):
+                raise NotInVocab(f"clamp by a tensor {_TIES}")
             x = b(op, x, bound)
         elif isinstance(bound, float) and bound != bound:  # eager: a nan bound makes every element nan
             x = b("add", x, bound)
@@ -552,7 +555,7 @@ reg(aten.amin)(_red("amin"))
 def _prod(b: Builder, x: Any, dim: Any = None, keepdim: Any = False, dtype: Any = None) -> Var:
     """An f16/bf16 product on the CPU runs as eager's kernel: it accumulates in the dtype itself
     (rounding after each multiply, in its own order), where the vocabulary's accumulates in f32."""
-    if b.out_type is not None and b.out_type.dtype in ("f16", "bf16") and b.out_type.device == "cpu":
+    if _cpu_result_in(b, _HALVES):
         raise NotInVocab("an f16/bf16 product on the CPU")
     return _red("prod")(b, x, None if dim is None else (dim,), keepdim, dtype=dtype)
 
