@@ -382,6 +382,8 @@ class _OverlapCheck(TorchDispatchMode):
     wrote = False  # the program wrote some tensor in place (or through out=)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func is torch.ops.aten.copy_.default and _same_memory(*args[:2]):
+            return args[0]  # eager's copy_ returns early: no write (EagerRewrites says the same)
         return self._checked(func, args, kwargs or {})
 
     def _checked(self, func: Any, args: tuple, kwargs: dict) -> Any:

@@ -35,11 +35,13 @@ from .foreach import foreach_decompositions
 from .functional import (
     TRACING,
     EagerError,
+    FunctionalGraph,
     MetadataMutationError,
     OrderDependentWriteError,
     OverlappingInputWriteError,
     trace_functional,
 )
+from .record import NotRecordable, recordable_inputs, trace_recorded
 from .symbols import range_guards
 
 aten = torch.ops.aten
@@ -208,6 +210,9 @@ class Captured:
     leaves: list[Any]  # example leaves (tensors and numbers); non-input leaves are kept as constants
     input_leaf_positions: list[int]
     seconds: float = 0.0
+    #: "recorder" (``record.py``: a static program that writes only tensors alone in their memory) or
+    #: "functionalization" (``functional.py``: every other program)
+    tracer: str = "functionalization"
     symbol_hints: dict[str, int] = field(default_factory=dict)
     #: indices into the trace's inputs of Python float arguments traced as 0-d float64 tensors
     #: (``capture(..., symbolic_floats=True)``): a call passes ``torch.tensor(x, dtype=float64)`` there
@@ -325,7 +330,9 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
         # non-strict export: libraries take their traceable path (HF's attention masks skip the
         # data-dependent ``(mask == 1).all()`` shortcut)
         with mode, quiet_torch_tracing(), compiling():
-            fg = trace_functional(flat_fn, fakes, decomposition_table())
+            fg = _recorded(flat_fn, fakes) if shape_env is None and recordable_inputs(fakes) else None
+            tracer = "recorder" if fg is not None else "functionalization"
+            fg = fg or trace_functional(flat_fn, fakes, decomposition_table())
             if fixed_floats is not None and any(isinstance(n.meta.get("val"), torch.SymFloat)
                                                 for n in fg.gm.graph.nodes):  # float args, or int math: k / 3
                 _tensorify(fg.gm, shape_env, mode, float_syms)
@@ -351,12 +358,25 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
     trace.guards = list(trace.guards) + range_guards(shape_env, conv.symbols, trace)
     trace.name = name if name and name.isidentifier() else "computation"
     secs = time.perf_counter() - t0
-    trace.provenance = f"capture ({secs * 1e3:.1f} ms)"
-    log.capture.info("captured %s: %d ops, %d inputs, %d write-backs, %d guards (%.1f ms)", trace.name,
-                     len(trace.nodes), len(trace.inputs), len(trace.writebacks), len(trace.guards), secs * 1e3)
+    trace.provenance = f"capture ({secs * 1e3:.1f} ms, {tracer})"
+    log.capture.info("captured %s: %d ops, %d inputs, %d write-backs, %d guards (%.1f ms, traced by %s)", trace.name,
+                     len(trace.nodes), len(trace.inputs), len(trace.writebacks), len(trace.guards), secs * 1e3, tracer)
     log.capture.debug("captured trace:\n%s", trace)
-    return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs,
+    return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs, tracer,
                     conv.hints, tuple(k for k, pos in enumerate(positions) if pos in float_syms))
+
+
+def _recorded(flat_fn: Callable, fakes: list) -> FunctionalGraph | None:
+    """The program traced by the recorder (``record.py``: no functionalization) when it writes
+    nothing; None otherwise, or where the recorder stopped for any reason: the functional trace
+    then decides it, with every verdict and message as before."""
+    try:
+        return trace_recorded(flat_fn, fakes, decomposition_table())
+    except NotRecordable as e:
+        log.capture.debug("traced functionalized: %s", e)
+    except Exception as e:  # noqa: BLE001 - decided by the functional trace
+        log.capture.debug("traced functionalized after the recorder stopped (%s: %s)", type(e).__name__, e)
+    return None
 
 
 def _tensorify(gm: torch.fx.GraphModule, shape_env: ShapeEnv, mode: FakeTensorMode,

@@ -1,0 +1,321 @@
+"""Tracing on one dispatch mode: each aten op recorded into an FX graph over the fake tensors,
+with no ``make_fx`` proxy machinery and no ``FunctionalTensorMode``.
+
+Functionalization exists for writes through aliases. Where a program writes only tensors no
+other tensor shares memory with (an optimizer step: ``m.mul_(b1).add_(g)``), its functional
+form is plain bookkeeping: the in-place op is recorded as its functional variant
+(``mul_`` -> ``mul``), later reads of the tensor read that value, and the graph ends with one
+``copy_(input, value)`` per written input, as in ``trace_functional``'s graphs. Tracing through
+``FunctionalTensorMode`` and ``make_fx``'s proxy mode costs every op several times what the
+fake kernel does (issue 17: capture was 60 % of ``optimize``).
+
+The recorder produces the graph ``trace_functional`` does (the same ops, decomposed by the
+same table, with ``meta['val']`` and ``meta['original_aten']``, tensor literals as
+``get_attr`` + ``lift_fresh_copy``) and the same output aliasing (read off the program's own
+tensors, whose geometry is eager's), under the same :class:`EagerRewrites` checks.
+
+It stops with :class:`NotRecordable` at the first thing outside that case (a write to a tensor
+that shares memory, is not contiguous, or whose functional value would differ in dtype, shape
+or strides; ``out=``; a view of a written tensor; an in-place view op; an input or output that
+requires grad; a data-dependent op; a tensor it did not make), and capture traces the program again the
+functional way, which decides it as before: the recorder is a shortcut, never a second set of
+verdicts. Static captures only (no ShapeEnv)."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable, Sequence
+
+import torch
+from torch._dispatch.python import enable_python_dispatcher
+from torch._functorch._aot_autograd.utils import _get_autocast_states
+from torch._subclasses.fake_impls import fast_detach
+from torch._subclasses.fake_tensor import FakeTensor
+from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_module
+from torch.utils._python_dispatch import TorchDispatchMode, autograd_would_have_decomposed
+from torch.utils.weak import WeakTensorKeyDictionary
+
+from .functional import (
+    AliasInfo,
+    EagerRewrites,
+    FunctionalGraph,
+    OrderDependentWriteError,
+    _is_inplace_view,
+    _storage_id,
+    _views,
+    _writes,
+    shared_outputs,
+)
+from .layouts import LayoutDecisions, LayoutDivergenceError
+
+aten = torch.ops.aten
+
+
+class NotRecordable(Exception):
+    """The program is outside what the recorder traces (a write, grad, a data-dependent op...)."""
+
+
+def recordable_inputs(fakes: Sequence[Any]) -> bool:
+    """The recorder's precondition on the inputs: no two tensor inputs share memory (one object
+    at two positions, or views of one storage: the functional path gives each its own wrapper),
+    and none requires grad (which outputs alias an input is then autograd's business too)."""
+    ids = [_storage_id(f) for f in fakes if isinstance(f, torch.Tensor)]
+    return len(set(ids)) == len(ids) and not any(isinstance(f, torch.Tensor) and f.requires_grad for f in fakes)
+
+
+def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict) -> FunctionalGraph:
+    """``flat_fn`` traced by :class:`_Recorder` (call under :data:`TRACING` and the fake mode of
+    ``fakes``); raises :class:`NotRecordable`, or whatever the program raised, when it is not
+    recordable: the caller then traces it the functional way."""
+    graph = torch.fx.Graph()
+    root = torch.nn.Module()
+    rec = _Recorder(graph, root, decompositions)
+    for i, f in enumerate(fakes):
+        ph = graph.placeholder(f"arg{i}_1")
+        if isinstance(f, torch.Tensor):
+            ph.meta["val"] = f
+            rec.track(f, ph)
+    check = EagerRewrites(fakes)
+    autocast = _get_autocast_states()
+    with enable_python_dispatcher(), rec, check, LayoutDecisions(
+            check.diverged, lambda t: _storage_id(t) in check.written_any):
+        try:
+            outs = flat_fn(*fakes)
+        except LayoutDivergenceError as e:
+            raise OrderDependentWriteError(str(e)) from None
+    if autocast != _get_autocast_states() or check.restrides:
+        raise NotRecordable("the program changes state a plan carries back")
+    if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outs):
+        raise NotRecordable("an output requires grad (how it aliases is autograd's business)")
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    mutated = []
+    for i, f in enumerate(fakes):  # write-backs in input order, before the outputs (as trace_functional's)
+        if isinstance(f, torch.Tensor) and f in rec.values:
+            mutated.append(i)
+            graph.call_function(aten.copy_.default, (placeholders[i], rec.node_of(rec.values[f]))).meta["val"] = f
+    graph.output([rec.node_of(rec.current(o)) if isinstance(o, torch.Tensor) else o for o in outs])
+    with _use_lazy_graph_module(True):
+        gm = _make_graph_module(root, graph)
+    aliases = _aliases(fakes, outs)
+    shared_outputs(outs, aliases)
+    return FunctionalGraph(gm, mutated, aliases, [])
+
+
+def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None]:
+    """Which outputs are inputs or views of one: with nothing written and nothing requiring grad,
+    exactly those sharing an input's storage (what ``_input_aliases`` reads off the wrappers)."""
+    by_storage = {_storage_id(f): i for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
+    by_object = {id(f): i for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
+    aliases: list[AliasInfo | None] = []
+    seen: dict[int, int] = {}
+    for k, o in enumerate(outs):
+        if not isinstance(o, torch.Tensor):
+            aliases.append(None)
+            continue
+        if id(o) in seen:
+            aliases.append(AliasInfo("output", seen[id(o)]))
+            continue
+        seen[id(o)] = k
+        base = by_storage.get(_storage_id(o))
+        if base is None and o._base is not None:  # a fake view of an empty tensor may get a storage of its own
+            base = by_object.get(id(o._base))
+        aliases.append(None if base is None else AliasInfo(
+            "input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset(), o is fakes[base]))
+    return aliases
+
+
+#: per (op, device type): autograd would have run the op's CompositeImplicitAutograd kernel
+_DECOMPOSES: dict[tuple[Any, str], bool] = {}
+#: ops the recorder passes through unrecorded (make_fx's proxy mode does too)
+_UNRECORDED = frozenset({torch.ops.prim.device.default})
+_METADATA = (aten.size.default, aten.stride.default, aten.storage_offset.default)
+
+
+class _Recorder(TorchDispatchMode):
+    """Below :class:`EagerRewrites`, above the fake mode: every op that reaches it becomes a graph
+    node (after the decomposition table and CompositeImplicit decompositions, as in ``make_fx``),
+    its fake outputs the node's ``meta['val']``."""
+
+    def __init__(self, graph: torch.fx.Graph, root: torch.nn.Module, decompositions: dict) -> None:
+        super().__init__()
+        self.graph = graph
+        self.root = root
+        self.decompositions = decompositions
+        # by tensor, weakly (make_fx's tracker does too): a reference of ours to a result changes what
+        # torch does with it (the ``*_like`` factories' bindings detach a result someone else holds)
+        self.nodes: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+        self.original: Any = None  # the outermost op being recorded (``meta['original_aten']``)
+        self.constants = 0
+        #: the written tensors' current values, by the program tensor's id (functionalization's wrappers)
+        self.values: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+        self.sharing: dict[int, int] = {}  # tensors made per storage: a write needs its target alone there
+
+    def track(self, t: torch.Tensor, node: torch.fx.Node) -> None:
+        self.nodes[t] = node
+        sid = _storage_id(t)
+        self.sharing[sid] = self.sharing.get(sid, 0) + 1
+
+    def current(self, t: torch.Tensor) -> torch.Tensor:
+        """The value the program's tensor ``t`` holds now (itself, unless written)."""
+        return self.values.get(t, t)
+
+    def _current_args(self, a: Any) -> Any:
+        if isinstance(a, torch.Tensor):
+            return self.values.get(a, a)
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._current_args(x) for x in a)
+        return a
+
+    def node_of(self, t: torch.Tensor) -> torch.fx.Node:
+        node = self.nodes.get(t)
+        if node is None:
+            raise NotRecordable("an output the recorder did not make")
+        return node
+
+    def _arg(self, a: Any) -> Any:
+        if isinstance(a, torch.Tensor):
+            node = self.nodes.get(a)
+            if node is not None:
+                return node
+            if isinstance(a, FakeTensor) or type(a) is not torch.Tensor:
+                raise NotRecordable("a tensor the recorder did not make")
+            name = f"_tensor_constant{self.constants}"  # a literal (``torch.tensor(...)``): make_fx's get_attr
+            self.constants += 1
+            setattr(self.root, name, a)
+            return self.graph.get_attr(name)
+        if isinstance(a, (list, tuple)):
+            return type(a)(self._arg(x) for x in a)
+        if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise NotRecordable("a symbolic value")
+        return a
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        outer = self.original is None
+        if outer:
+            self.original = func
+        try:
+            return self._record(func, args, kwargs)
+        finally:
+            if outer:
+                self.original = None
+
+    def _record(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        if func in _UNRECORDED:
+            return func(*args, **kwargs)
+        if _is_inplace_view(func):
+            raise NotRecordable(f"{func} changes a tensor's geometry")
+        if _writes(func):
+            return self._write(func, args, kwargs)
+        if self.values:  # reads of written tensors read their values
+            now, kw = self._current_args(args), {k: self._current_args(v) for k, v in kwargs.items()}
+            if _views(func) and not (_same(now, args) and _same(tuple(kw.values()), tuple(kwargs.values()))):
+                raise NotRecordable(f"{func} views a written tensor")
+            args, kwargs = now, kw
+        if torch.Tag.data_dependent_output in func.tags:
+            raise NotRecordable(f"{func} reads data")
+        decomp = self.decompositions.get(func)
+        if decomp is not None:
+            with self:
+                r = decomp(*args, **kwargs)
+            if r is not NotImplemented:  # a decomposition may decline (``trace._off_the_cpu``)
+                return r
+        if func not in _METADATA and self._decomposes(func, args, kwargs):
+            with self:
+                r = func.decompose(*args, **kwargs)
+            if r is not NotImplemented:
+                return r
+        node_args, node_kwargs = self._arg(args), {k: self._arg(v) for k, v in kwargs.items()}
+        if func is aten.lift_fresh.default:
+            func = aten.lift_fresh_copy.default
+        out = func(*args, **kwargs)
+        node = self.graph.create_node("call_function", func, node_args, node_kwargs,
+                                      name=func.overloadpacket.__name__)
+        node.meta["val"] = _snapshot(out)
+        node.meta["original_aten"] = self.original
+        if isinstance(out, torch.Tensor):
+            self._made(out, node)
+        elif isinstance(out, (list, tuple)):
+            for i, o in enumerate(out):
+                if isinstance(o, torch.Tensor):
+                    item = self.graph.create_node("call_function", operator.getitem, (node, i), name="getitem")
+                    item.meta["val"] = _snapshot(o)
+                    self._made(o, item)
+                elif o is not None and not isinstance(o, (int, float, bool)):
+                    raise NotRecordable(f"{func} returns {type(o).__name__}")
+        elif isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise NotRecordable("a symbolic value")
+        return out
+
+    def _made(self, t: torch.Tensor, node: torch.fx.Node) -> None:
+        self.track(t, node)
+
+    def _write(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """An in-place op on a tensor alone in its memory: its functional variant on the tensor's
+        current value becomes the tensor's new value; the program gets the tensor itself back."""
+        functional = _functional_variant(func)
+        target = args[0] if args else None
+        if functional is None or not isinstance(target, torch.Tensor) or target not in self.nodes:
+            raise NotRecordable(f"{func}: not an in-place op on a tensor of the program")
+        if target._base is not None or self.sharing.get(_storage_id(target)) != 1 or not target.is_contiguous():
+            raise NotRecordable(f"{func} writes a view, a tensor that shares memory, or a strided tensor")
+        func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
+        now = (self._current_args(target), *self._current_args(args[1:]))
+        kw = {k: self._current_args(v) for k, v in kwargs.items()}
+        outer, self.original = self.original, functional  # recorded as functionalization emits it
+        try:
+            value = self._record(functional, now, kw)
+        finally:
+            self.original = outer
+        if not (isinstance(value, torch.Tensor) and value.dtype == target.dtype and value.shape == target.shape
+                and value.device == target.device and value.stride() == target.stride()):
+            raise NotRecordable(f"{func}: the functional value is not laid out as the written tensor")
+        self.values[target] = value
+        return target
+
+    @staticmethod
+    def _decomposes(func: Any, args: tuple, kwargs: dict) -> bool:
+        dev = next((a.device.type for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)), None)
+        if dev is None:  # tensors only inside lists: make_fx's own test, uncached
+            return autograd_would_have_decomposed(func, torch.utils._pytree.tree_leaves((args, kwargs)))
+        hit = _DECOMPOSES.get((func, dev))
+        if hit is None:
+            hit = _DECOMPOSES[(func, dev)] = autograd_would_have_decomposed(func, [a for a in args if isinstance(
+                a, torch.Tensor)] + [a for a in kwargs.values() if isinstance(a, torch.Tensor)])
+        return hit
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """The same objects, element by element (``==`` on tensors would be an op)."""
+    return len(a) == len(b) and all(x is y or isinstance(x, (list, tuple)) and isinstance(y, (list, tuple))
+                                    and _same(tuple(x), tuple(y)) for x, y in zip(a, b))
+
+
+def _snapshot(val: Any) -> Any:
+    """``meta['val']``: a detached alias of each fake result (make_fx's ``snapshot_fake``), so the
+    graph holds no reference to the program's own tensors."""
+    if isinstance(val, FakeTensor):
+        return fast_detach(val.fake_mode, val)
+    if isinstance(val, (list, tuple)):
+        return type(val)(_snapshot(v) for v in val)
+    return val
+
+
+#: per in-place op: its functional variant (``mul_.Tensor`` -> ``mul.Tensor``), or None
+_FUNCTIONAL: dict[Any, Any] = {}
+
+
+def _functional_variant(func: Any) -> Any:
+    """The out-of-place overload of an in-place op whose one written argument is ``self``."""
+    if func in _FUNCTIONAL:
+        return _FUNCTIONAL[func]
+    name, found = func._overloadpacket.__name__, None
+    written = [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    if name.endswith("_") and not name.startswith("_") and written == ["self"]:
+        packet = getattr(aten, name[:-1], None)
+        cand = getattr(packet, func._overloadname, None) if packet is not None else None
+        if cand is not None and not cand._schema.is_mutable and [a.name for a in cand._schema.arguments] == [
+                a.name for a in func._schema.arguments]:
+            found = cand
+    _FUNCTIONAL[func] = found
+    return found
