@@ -5,8 +5,8 @@
     python bench/scale.py --ops 1000 3000 --families blocks --timeout 300
 
 Three families (the issue-17 programs): ``chain`` (an elementwise chain with a reduction every
-eight ops), ``adam`` (a hand-written Adam step over K tensors, ~20 ops each) and ``blocks`` (K
-stacked GPT-2-style blocks: layer norm, attention, MLP; ~90 ops each). The op count is the size of
+eight ops), ``adam`` (a hand-written Adam step over K tensors, 23 ops each) and ``blocks`` (K
+stacked GPT-2-style blocks: layer norm, attention, MLP; 29 ops each). The op count is the size of
 the captured trace. Each point runs in a new interpreter after a warm-up ``optimize`` of a small
 program (imports, catalogue and loaded session are then not counted), checks the plan against
 eager, and reports ``plan.timings`` per stage, satfuse's own stages against capture, and the peak
@@ -28,7 +28,7 @@ if __package__ in (None, ""):
 from bench.child import run_child  # noqa: E402
 
 #: what each family's size parameter K gives, in captured ops per unit (measured on the traces)
-OPS_PER_UNIT = {"chain": 2.25, "adam": 16.0, "blocks": 52.0}
+OPS_PER_UNIT = {"chain": 2.375, "adam": 23.0, "blocks": 29.0}
 
 _CHILD = r'''
 import json, resource, sys, time, gc
