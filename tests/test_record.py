@@ -80,7 +80,10 @@ CORPUS = [
     ("literal", lambda x: x + torch.tensor([1.0, 2.0]), (_r(3, 2),), "recorder"),
     ("scalar-args", lambda x, k, s: (x * k + s, k), (_r(3), 3, 0.5), "recorder"),
     ("block", _block, (_r(2, 4, 8), _r(8, 24) / 4, torch.ones(8)), "recorder"),
+    # a factory's binding detaches a result Python still holds: the graph must hold none (no detach node)
     ("complex", lambda x: (torch.zeros_like(x), x * 2, x.abs()), (_r(4, 2, dtype=torch.complex64),), "recorder"),
+    ("factories", lambda x: (torch.ones_like(x), torch.full_like(x, 2) + x, torch.arange(3) * 2), (_r(3),),
+     "recorder"),
     ("adam", _adam, (_ts(3), _ts(3), _ts(3), [t.abs() for t in _ts(3)], 3), "recorder"),
     ("write-input-return-it", lambda x: x.add_(1), (_r(3),), "recorder"),
     ("write-then-read", lambda x, y: (x.mul_(2), x + y, y.sub_(x)), (_r(3), _r(3)), "recorder"),
@@ -102,6 +105,7 @@ CORPUS = [
     ("strided-input-written", lambda x: x.mul_(2), (_r(4, 3).t(),), "functionalization"),
     ("inplace-view-op", lambda x: x.t_() * 1, (_r(3, 2),), "functionalization"),
     ("item", lambda x: x * x.sum().item(), (_r(3),), "functionalization"),
+    ("resize-of-an-intermediate", lambda x: (x * 2).resize_(6), (_r(3, 2),), "functionalization"),
     ("requires-grad", lambda x: x * 2, (_r(3).requires_grad_(),), "functionalization"),
     ("promoting-write", lambda x: x.add_(1.5), (torch.arange(3),), "functionalization"),
     ("expanded-input-written", lambda x: x.add_(1), (_r(1).expand(3),), "functionalization"),
@@ -125,8 +129,8 @@ def test_aliased_inputs_are_functionalizations(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(("name", "fn", "args", "tracer"), [c for c in CORPUS if c[0] not in (
-    "item", "promoting-write", "expanded-input-written")], ids=[c[0] for c in CORPUS if c[0] not in (
-        "item", "promoting-write", "expanded-input-written")])
+    "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate")], ids=[c[0] for c in CORPUS if c[0] not in (
+        "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate")])
 def test_recorded_plans_equal_eager(name, fn, args, tracer) -> None:
     """The plans built from recorded traces: values, dtypes, every input's final value."""
     def clone(xs):

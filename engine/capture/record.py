@@ -231,7 +231,7 @@ class _Recorder(TorchDispatchMode):
         out = func(*args, **kwargs)
         node = self.graph.create_node("call_function", func, node_args, node_kwargs,
                                       name=func.overloadpacket.__name__)
-        node.meta["val"] = _snapshot(out)
+        node.meta["val"] = _snapshot(out) if _factory(func) else out
         node.meta["original_aten"] = self.original
         if isinstance(out, torch.Tensor):
             self._made(out, node)
@@ -239,7 +239,7 @@ class _Recorder(TorchDispatchMode):
             for i, o in enumerate(out):
                 if isinstance(o, torch.Tensor):
                     item = self.graph.create_node("call_function", operator.getitem, (node, i), name="getitem")
-                    item.meta["val"] = _snapshot(o)
+                    item.meta["val"] = o
                     self._made(o, item)
                 elif o is not None and not isinstance(o, (int, float, bool)):
                     raise NotRecordable(f"{func} returns {type(o).__name__}")
@@ -259,7 +259,10 @@ class _Recorder(TorchDispatchMode):
             raise NotRecordable(f"{func}: not an in-place op on a tensor of the program")
         if target._base is not None or self.sharing.get(_storage_id(target)) != 1 or not target.is_contiguous():
             raise NotRecordable(f"{func} writes a view, a tensor that shares memory, or a strided tensor")
+        geometry = (target.shape, target.stride(), target.storage_offset())
         func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
+        if (target.shape, target.stride(), target.storage_offset()) != geometry:
+            raise NotRecordable(f"{func} changed the geometry of the tensor it writes")  # resize_
         now = (self._current_args(target), *self._current_args(args[1:]))
         kw = {k: self._current_args(v) for k, v in kwargs.items()}
         outer, self.original = self.original, functional  # recorded as functionalization emits it
@@ -292,13 +295,25 @@ def _same(a: tuple, b: tuple) -> bool:
 
 
 def _snapshot(val: Any) -> Any:
-    """``meta['val']``: a detached alias of each fake result (make_fx's ``snapshot_fake``), so the
-    graph holds no reference to the program's own tensors."""
+    """A detached alias of a fake result (make_fx's ``snapshot_fake``). A factory's binding
+    (``torch.zeros_like``: ``make_variable``) detaches a result that something else in Python still
+    holds, so the ``meta['val']`` of a factory's node must not be the result itself."""
     if isinstance(val, FakeTensor):
         return fast_detach(val.fake_mode, val)
     if isinstance(val, (list, tuple)):
         return type(val)(_snapshot(v) for v in val)
     return val
+
+
+#: per op: it takes TensorOptions (a factory: ``zeros_like``, ``full``, ``arange``...)
+_FACTORIES: dict[Any, bool] = {}
+
+
+def _factory(func: Any) -> bool:
+    hit = _FACTORIES.get(func)
+    if hit is None:
+        hit = _FACTORIES[func] = any(a.name == "pin_memory" for a in func._schema.arguments)
+    return hit
 
 
 #: per in-place op: its functional variant (``mul_.Tensor`` -> ``mul.Tensor``), or None
