@@ -464,12 +464,15 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         for nm in reads:
             last[nm] = i
     keep = set(in_names) | set(rets)
+    dies: dict[int, list[str]] = {}  # step -> the names last used there (a scan of ``last`` per step was quadratic)
+    for nm, j in last.items():
+        if nm not in keep:
+            dies.setdefault(j, []).append(nm)
     body: list[str] = []
     for i, (lines, _, defs) in enumerate(items):
         body += lines
-        dead = sorted(nm for nm, j in last.items() if j == i and nm not in keep)
-        if dead:
-            body.append(f"del {', '.join(dead)}")
+        if i in dies:
+            body.append(f"del {', '.join(sorted(dies[i]))}")
     unserved: list[int] = []
     body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in,
                              sym_local, used_syms)
@@ -501,7 +504,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     fe, real = _frontend(executor)
     plan_lines = source.splitlines()
     fusions: dict[str, _Fusion] = {}
-    first_lines = {s.name: plan_lines.index(f"def {s.name}(fd):") + 1 for s in segments}
+    defs = {f"def {s.name}(fd):": s.name for s in segments}  # one pass (an index() per segment was quadratic)
+    first_lines = {defs[ln]: k + 1 for k, ln in enumerate(plan_lines) if ln in defs}
 
     def fusion(define: Callable) -> _Fusion:
         f = _Fusion(define, fe, emitted[define.__name__], plan_lines, first_lines[define.__name__], real)
