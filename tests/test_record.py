@@ -105,6 +105,7 @@ CORPUS = [
     ("strided-input-written", lambda x: x.mul_(2), (_r(4, 3).t(),), "functionalization"),
     ("inplace-view-op", lambda x: x.t_() * 1, (_r(3, 2),), "functionalization"),
     ("item", lambda x: x * x.sum().item(), (_r(3),), "functionalization"),
+    ("set-to-another-tensor", lambda x, y: (x.set_(y * 2), x + 1), (_r(3), _r(3)), "functionalization"),
     ("resize-of-an-intermediate", lambda x: (x * 2).resize_(6), (_r(3, 2),), "functionalization"),
     ("requires-grad", lambda x: x * 2, (_r(3).requires_grad_(),), "functionalization"),
     ("promoting-write", lambda x: x.add_(1.5), (torch.arange(3),), "functionalization"),
@@ -129,8 +130,10 @@ def test_aliased_inputs_are_functionalizations(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(("name", "fn", "args", "tracer"), [c for c in CORPUS if c[0] not in (
-    "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate")], ids=[c[0] for c in CORPUS if c[0] not in (
-        "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate")])
+    "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate",
+    "set-to-another-tensor")], ids=[c[0] for c in CORPUS if c[0] not in (
+        "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate",
+    "set-to-another-tensor")])
 def test_recorded_plans_equal_eager(name, fn, args, tracer) -> None:
     """The plans built from recorded traces: values, dtypes, every input's final value."""
     def clone(xs):

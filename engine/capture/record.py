@@ -102,8 +102,9 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
 
 
 def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None]:
-    """Which outputs are inputs or views of one: with nothing written and nothing requiring grad,
-    exactly those sharing an input's storage (what ``_input_aliases`` reads off the wrappers)."""
+    """Which outputs are inputs or views of one: with nothing requiring grad, exactly those sharing
+    an input's storage (what ``_input_aliases`` reads off the wrappers). A written input is its own
+    object here; a view of one never reaches this far (the recorder stops at it)."""
     by_storage = {_storage_id(f): i for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
     by_object = {id(f): i for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
     aliases: list[AliasInfo | None] = []
@@ -259,10 +260,10 @@ class _Recorder(TorchDispatchMode):
             raise NotRecordable(f"{func}: not an in-place op on a tensor of the program")
         if target._base is not None or self.sharing.get(_storage_id(target)) != 1 or not target.is_contiguous():
             raise NotRecordable(f"{func} writes a view, a tensor that shares memory, or a strided tensor")
-        geometry = (target.shape, target.stride(), target.storage_offset())
+        geometry = (target.shape, target.stride(), target.storage_offset(), _storage_id(target))
         func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
-        if (target.shape, target.stride(), target.storage_offset()) != geometry:
-            raise NotRecordable(f"{func} changed the geometry of the tensor it writes")  # resize_
+        if (target.shape, target.stride(), target.storage_offset(), _storage_id(target)) != geometry:
+            raise NotRecordable(f"{func} changed the geometry or memory of the tensor it writes")  # resize_, set_
         now = (self._current_args(target), *self._current_args(args[1:]))
         kw = {k: self._current_args(v) for k, v in kwargs.items()}
         outer, self.original = self.original, functional  # recorded as functionalization emits it
