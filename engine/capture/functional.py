@@ -259,6 +259,25 @@ def _input_aliases(f_args: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo
             per_storage[ref] = per_storage.get(ref, 0) + 1
             if isinstance(o, FunctionalTensor) and torch._functionalize_is_multi_output_view(o.elem):
                 multi[ref] = multi.get(ref, 0) + 1
+
+    def base_of(o: torch.Tensor) -> int | None:
+        ref = StorageWeakRef(o.untyped_storage())
+        base = inp_storage.get(ref)
+        if base is None or (isinstance(o, FunctionalTensor) and torch._functionalize_was_storage_changed(o.elem)):
+            return None
+        with disable_proxy_modes_tracing(), FunctionalTensorMode():  # a lazy view rebase traces nothing
+            grad_fn = o.grad_fn
+        custom = type(grad_fn).__name__ == "CppFunction" or isinstance(grad_fn, torch.autograd.function.BackwardCFunction)
+        return None if custom or (grad_fn is not None and per_storage[ref] == multi.get(ref, 0)) else base
+
+    return alias_outputs(outs, f_args, base_of)
+
+
+def alias_outputs(outs: Sequence[Any], inputs: Sequence[Any],
+                  base_of: Callable[[torch.Tensor], int | None]) -> list[AliasInfo | None]:
+    """Each output's :class:`AliasInfo`: the same object as an earlier output ("output"), an input
+    or a view of one (``base_of``: the input's position, or None), or None. One reading for both
+    tracers (``record.py`` asks the program's own tensors, ``_input_aliases`` the wrappers)."""
     aliases: list[AliasInfo | None] = []
     seen: dict[int, int] = {}
     for k, o in enumerate(outs):
@@ -269,19 +288,9 @@ def _input_aliases(f_args: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo
             aliases.append(AliasInfo("output", seen[id(o)]))
             continue
         seen[id(o)] = k
-        ref = StorageWeakRef(o.untyped_storage())
-        base = inp_storage.get(ref)
-        if base is None or (isinstance(o, FunctionalTensor) and torch._functionalize_was_storage_changed(o.elem)):
-            aliases.append(None)
-            continue
-        with disable_proxy_modes_tracing(), FunctionalTensorMode():  # a lazy view rebase traces nothing
-            grad_fn = o.grad_fn
-        custom = type(grad_fn).__name__ == "CppFunction" or isinstance(grad_fn, torch.autograd.function.BackwardCFunction)
-        if custom or (grad_fn is not None and per_storage[ref] == multi.get(ref, 0)):
-            aliases.append(None)
-            continue
-        aliases.append(AliasInfo("input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset(),
-                                 o is f_args[base]))
+        base = base_of(o)
+        aliases.append(None if base is None else AliasInfo(
+            "input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset(), o is inputs[base]))
     return aliases
 
 

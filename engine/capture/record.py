@@ -44,6 +44,7 @@ from .functional import (
     _storage_id,
     _views,
     _writes,
+    alias_outputs,
     shared_outputs,
 )
 from .layouts import LayoutDecisions, LayoutDivergenceError
@@ -107,22 +108,14 @@ def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None
     object here; a view of one never reaches this far (the recorder stops at it)."""
     by_storage = {_storage_id(f): i for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
     by_object = {id(f): i for i, f in enumerate(fakes) if isinstance(f, torch.Tensor)}
-    aliases: list[AliasInfo | None] = []
-    seen: dict[int, int] = {}
-    for k, o in enumerate(outs):
-        if not isinstance(o, torch.Tensor):
-            aliases.append(None)
-            continue
-        if id(o) in seen:
-            aliases.append(AliasInfo("output", seen[id(o)]))
-            continue
-        seen[id(o)] = k
+
+    def base_of(o: torch.Tensor) -> int | None:
         base = by_storage.get(_storage_id(o))
         if base is None and o._base is not None:  # a fake view of an empty tensor may get a storage of its own
             base = by_object.get(id(o._base))
-        aliases.append(None if base is None else AliasInfo(
-            "input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset(), o is fakes[base]))
-    return aliases
+        return base
+
+    return alias_outputs(outs, fakes, base_of)
 
 
 #: per (op, device type): autograd would have run the op's CompositeImplicitAutograd kernel
