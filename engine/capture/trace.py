@@ -367,9 +367,10 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
 
 
 def _recorded(flat_fn: Callable, fakes: list) -> FunctionalGraph | None:
-    """The program traced by the recorder (``record.py``: no functionalization) when it writes
-    nothing; None otherwise, or where the recorder stopped for any reason: the functional trace
-    then decides it, with every verdict and message as before."""
+    """The program traced by the recorder (``record.py``: no functionalization) when everything
+    it writes is a tensor alone in its memory; None where the recorder stopped, for any reason:
+    the functional trace then decides it, with every verdict and message as before (the program
+    then runs twice, as it does when a static capture needs a ShapeEnv)."""
     try:
         return trace_recorded(flat_fn, fakes, decomposition_table())
     except NotRecordable as e:
