@@ -162,3 +162,15 @@ def test_float64_criterion_in_rms_for_ill_conditioned_values() -> None:
     assert not fuzz._as_accurate(torch.tensor([0.0, 0.0, 0.0, float("inf")]), eager, ref)
     # float16 gets PyTorch's multiplier of 3
     assert fuzz._as_accurate((plan * 2).half(), eager.half(), ref)
+
+
+def test_same_exception_from_dynamos_graph_and_the_backends_eager_run_is_one_divergence() -> None:
+    """backend="eager" raises from Dynamo's graph code (signature ``dynamo-own``), the satfuse
+    backend's eager run of the same graph from its own frame: one divergence, Dynamo's (it dropped
+    the dead ``a[i]`` whose IndexError eager raises first; compile fuzz 9987 #906)."""
+    msg = ("call 1: plan raises RuntimeError: unsupported operation: some elements ... operation. {}; eager "
+           "IndexError: index 1 is out of bounds for dimension 0 with size 1")
+    ours = "exception-type: " + msg.format("[eager.py:46]")
+    theirs = "dynamo-own: " + msg.format("[<eval_with_key>.1:7]")
+    assert fuzz._divergence(ours) == fuzz._divergence(theirs)
+    assert fuzz._divergence(ours) != fuzz._divergence(theirs.replace("IndexError", "ValueError"))
