@@ -156,9 +156,13 @@ def node_costs(view: EGraphView, model: CostModel, infos: dict[str, ClassInfo]) 
 
 
 def _members(bits: int) -> list[int]:
-    """Indices of the set bits of ``bits`` (``bin`` scans in C; one Python step per member)."""
-    s = bin(bits)
-    top = len(s) - 1
+    """Indices of the set bits of ``bits``, highest first (``bin`` scans in C; one Python step per
+    member). Only the span from the lowest set bit is written out: a difference of two reach sets
+    in a deep program is a few classes far above bit 0, and writing out every bit below them made
+    extraction quadratic (0.43 of 5.8 s at 30k ops of blocks)."""
+    lo = (bits & -bits).bit_length() - 1
+    s = bin(bits >> lo)
+    top = len(s) - 1 + lo
     out = []
     i = s.find("1", 2)
     while i >= 0:

@@ -374,3 +374,14 @@ def test_greedy_memory_is_linear_on_a_long_chain():
     check(view, roots, choice)
     assert dag_cost(view, roots, choice, cost) == n
     assert peak < 16 * 2**20, f"{peak / 2**20:.0f} MiB"
+
+
+def test_members_of_a_bitset_far_above_bit_zero():
+    """``_members`` lists set bits highest first, the same from the trimmed span as from the whole
+    int (extraction sums class costs in that order, so the order is part of the result)."""
+    from satfuse.engine.extract import _members
+
+    for bits in (1, 0b1011, 1 << 70_000 | 1 << 69_990, (1 << 5_000) | 0b110, (1 << 64) - 1):
+        s = bin(bits)[2:]
+        want = [len(s) - 1 - i for i, ch in enumerate(s) if ch == "1"]
+        assert _members(bits) == want
