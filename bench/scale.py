@@ -11,8 +11,8 @@ the captured trace. Each point runs in a new interpreter after a warm-up ``optim
 program (imports, catalogue and loaded session are then not counted), checks the plan against
 eager, and reports ``plan.timings`` per stage, satfuse's own stages against capture, and the peak
 RSS over the warm-up's. Deep stacks drift from float64 in eager too: where the plan's values are not
-within 1e-3 of eager's, they must be no farther from a float64 run than eager's are. The growth exponent per family is the least-squares slope of
-log(total time) over log(ops) (1.0 is linear).
+within 1e-3 of eager's, they must be no farther from a float64 run than eager's are. The growth
+exponent per family is the least-squares slope of log(total time) over log(ops) (1.0 is linear).
 """
 
 from __future__ import annotations
@@ -100,10 +100,8 @@ try:
 except AssertionError:
     # a deep stack amplifies rounding (1,000 random blocks drift 1e-4 from float64 in eager too):
     # equal then means no farther from a float64 run than eager is, as the fuzzer judges it
-    def f64(a):
-        return [f64(x) for x in a] if isinstance(a, (list, tuple)) else (
-            a.double() if isinstance(a, torch.Tensor) and a.is_floating_point() else a)
-    ref_in = f64(clone(args))
+    ref_in = torch.utils._pytree.tree_map_only(
+        torch.Tensor, lambda t: t.double() if t.is_floating_point() else t, clone(args))
     ref = fn(*ref_in)
     for g, w, r in zip(*(torch.utils._pytree.tree_leaves(x) for x in ((got, got_in), (want, want_in), (ref, ref_in)))):
         if isinstance(r, torch.Tensor) and r.is_floating_point():

@@ -504,8 +504,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     fe, real = _frontend(executor)
     plan_lines = source.splitlines()
     fusions: dict[str, _Fusion] = {}
-    defs = {f"def {s.name}(fd):": s.name for s in segments}  # one pass (an index() per segment was quadratic)
-    first_lines = {defs[ln]: k + 1 for k, ln in enumerate(plan_lines) if ln in defs}
+    heads = {f"def {s.name}(fd):": s.name for s in segments}  # one pass (an index() per segment was quadratic)
+    first_lines = {heads[ln]: k + 1 for k, ln in enumerate(plan_lines) if ln in heads}
 
     def fusion(define: Callable) -> _Fusion:
         f = _Fusion(define, fe, emitted[define.__name__], plan_lines, first_lines[define.__name__], real)

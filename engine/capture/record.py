@@ -23,6 +23,7 @@ verdicts. Static captures only (no ShapeEnv)."""
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, Callable, Sequence
 
@@ -71,8 +72,8 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
     graph = torch.fx.Graph()
     root = torch.nn.Module()
     rec = _Recorder(graph, root, decompositions)
-    for i, f in enumerate(fakes):
-        ph = graph.placeholder(f"arg{i}_1")
+    placeholders = [graph.placeholder(f"arg{i}_1") for i in range(len(fakes))]
+    for ph, f in zip(placeholders, fakes):
         if isinstance(f, torch.Tensor):
             ph.meta["val"] = f
             rec.track(f, ph)
@@ -88,7 +89,6 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
         raise NotRecordable("the program changes state a plan carries back")
     if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outs):
         raise NotRecordable("an output requires grad (how it aliases is autograd's business)")
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     mutated = []
     for i, f in enumerate(fakes):  # write-backs in input order, before the outputs (as trace_functional's)
         if isinstance(f, torch.Tensor) and f in rec.values:
@@ -140,7 +140,7 @@ class _Recorder(TorchDispatchMode):
         self.nodes: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
         self.original: Any = None  # the outermost op being recorded (``meta['original_aten']``)
         self.constants = 0
-        #: the written tensors' current values, by the program tensor's id (functionalization's wrappers)
+        #: the written tensors' current values, by the program's tensor (functionalization's wrappers)
         self.values: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
         self.sharing: dict[int, int] = {}  # tensors made per storage: a write needs its target alone there
 
@@ -149,15 +149,13 @@ class _Recorder(TorchDispatchMode):
         sid = _storage_id(t)
         self.sharing[sid] = self.sharing.get(sid, 0) + 1
 
-    def current(self, t: torch.Tensor) -> torch.Tensor:
-        """The value the program's tensor ``t`` holds now (itself, unless written)."""
-        return self.values.get(t, t)
-
-    def _current_args(self, a: Any) -> Any:
+    def current(self, a: Any) -> Any:
+        """What the program's tensors in ``a`` (a tensor, or lists of them) hold now: each its value
+        if the program wrote it, itself otherwise."""
         if isinstance(a, torch.Tensor):
             return self.values.get(a, a)
         if isinstance(a, (list, tuple)):
-            return type(a)(self._current_args(x) for x in a)
+            return type(a)(self.current(x) for x in a)
         return a
 
     def node_of(self, t: torch.Tensor) -> torch.fx.Node:
@@ -202,7 +200,7 @@ class _Recorder(TorchDispatchMode):
         if _writes(func):
             return self._write(func, args, kwargs)
         if self.values:  # reads of written tensors read their values
-            now, kw = self._current_args(args), {k: self._current_args(v) for k, v in kwargs.items()}
+            now, kw = self.current(args), {k: self.current(v) for k, v in kwargs.items()}
             if _views(func) and not (_same(now, args) and _same(tuple(kw.values()), tuple(kwargs.values()))):
                 raise NotRecordable(f"{func} views a written tensor")
             args, kwargs = now, kw
@@ -228,21 +226,18 @@ class _Recorder(TorchDispatchMode):
         node.meta["val"] = _snapshot(out) if _factory(func) else out
         node.meta["original_aten"] = self.original
         if isinstance(out, torch.Tensor):
-            self._made(out, node)
+            self.track(out, node)
         elif isinstance(out, (list, tuple)):
             for i, o in enumerate(out):
                 if isinstance(o, torch.Tensor):
                     item = self.graph.create_node("call_function", operator.getitem, (node, i), name="getitem")
                     item.meta["val"] = o
-                    self._made(o, item)
+                    self.track(o, item)
                 elif o is not None and not isinstance(o, (int, float, bool)):
                     raise NotRecordable(f"{func} returns {type(o).__name__}")
         elif isinstance(out, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             raise NotRecordable("a symbolic value")
         return out
-
-    def _made(self, t: torch.Tensor, node: torch.fx.Node) -> None:
-        self.track(t, node)
 
     def _write(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """An in-place op on a tensor alone in its memory: its functional variant on the tensor's
@@ -257,8 +252,8 @@ class _Recorder(TorchDispatchMode):
         func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
         if (target.shape, target.stride(), target.storage_offset(), _storage_id(target)) != geometry:
             raise NotRecordable(f"{func} changed the geometry or memory of the tensor it writes")  # resize_, set_
-        now = (self._current_args(target), *self._current_args(args[1:]))
-        kw = {k: self._current_args(v) for k, v in kwargs.items()}
+        now = self.current(args)
+        kw = {k: self.current(v) for k, v in kwargs.items()}
         outer, self.original = self.original, functional  # recorded as functionalization emits it
         try:
             value = self._record(functional, now, kw)
@@ -292,39 +287,25 @@ def _snapshot(val: Any) -> Any:
     """A detached alias of a fake result (make_fx's ``snapshot_fake``). A factory's binding
     (``torch.zeros_like``: ``make_variable``) detaches a result that something else in Python still
     holds, so the ``meta['val']`` of a factory's node must not be the result itself."""
-    if isinstance(val, FakeTensor):
-        return fast_detach(val.fake_mode, val)
-    if isinstance(val, (list, tuple)):
-        return type(val)(_snapshot(v) for v in val)
-    return val
+    return fast_detach(val.fake_mode, val) if isinstance(val, FakeTensor) else val
 
 
-#: per op: it takes TensorOptions (a factory: ``zeros_like``, ``full``, ``arange``...)
-_FACTORIES: dict[Any, bool] = {}
-
-
+@functools.cache
 def _factory(func: Any) -> bool:
-    hit = _FACTORIES.get(func)
-    if hit is None:
-        hit = _FACTORIES[func] = any(a.name == "pin_memory" for a in func._schema.arguments)
-    return hit
+    """The op takes TensorOptions (a factory: ``zeros_like``, ``full``, ``arange``...)."""
+    return any(a.name == "pin_memory" for a in func._schema.arguments)
 
 
-#: per in-place op: its functional variant (``mul_.Tensor`` -> ``mul.Tensor``), or None
-_FUNCTIONAL: dict[Any, Any] = {}
-
-
+@functools.cache
 def _functional_variant(func: Any) -> Any:
-    """The out-of-place overload of an in-place op whose one written argument is ``self``."""
-    if func in _FUNCTIONAL:
-        return _FUNCTIONAL[func]
-    name, found = func._overloadpacket.__name__, None
+    """The out-of-place overload of an in-place op whose one written argument is ``self``
+    (``mul_.Tensor`` -> ``mul.Tensor``), or None."""
+    name = func._overloadpacket.__name__
     written = [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if name.endswith("_") and not name.startswith("_") and written == ["self"]:
-        packet = getattr(aten, name[:-1], None)
-        cand = getattr(packet, func._overloadname, None) if packet is not None else None
-        if cand is not None and not cand._schema.is_mutable and [a.name for a in cand._schema.arguments] == [
-                a.name for a in func._schema.arguments]:
-            found = cand
-    _FUNCTIONAL[func] = found
-    return found
+    if not name.endswith("_") or name.startswith("_") or written != ["self"]:
+        return None
+    cand = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
+    if cand is None or cand._schema.is_mutable or [a.name for a in cand._schema.arguments] != [
+            a.name for a in func._schema.arguments]:
+        return None
+    return cand
