@@ -36,42 +36,54 @@ class EGraphView:
     class_type: dict[str, str]
     shape_of: dict[str, str] = field(default_factory=dict)  # T class -> DL class
     dtype_of: dict[str, str] = field(default_factory=dict)  # T class -> dtype name
-    parents: dict[str, list[str]] = field(default_factory=dict)
     #: rows of the obligation relations: (relation, argument classes)
     obligations: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    _parents: dict[str, list[str]] | None = field(default=None, repr=False)
+
+    @property
+    def parents(self) -> dict[str, list[str]]:
+        """class -> the nodes using it. Built on first use: only the harness's tools read it."""
+        if self._parents is None:
+            parents: dict[str, list[str]] = {}
+            for nid, n in self.nodes.items():
+                for c in set(n.children):
+                    parents.setdefault(c, []).append(nid)
+            self._parents = parents
+        return self._parents
 
     @classmethod
     def from_json(cls, data: dict) -> "EGraphView":
         raw = data["nodes"]
         node_class = {nid: n["eclass"] for nid, n in raw.items()}
-        nodes: dict[str, ENode] = {}
-        classes: dict[str, list[str]] = {}
-        view = cls({}, {}, {k: v.get("type", "") for k, v in data.get("class_data", {}).items()})
+        class_type = {k: v.get("type", "") for k, v in data.get("class_data", {}).items()}
+        facts = {c for c, t in class_type.items() if t.startswith("@")}  # each relation has its own @...Sort
+        skip = ANALYSIS_OPS | HANDLE_OPS
+        view = cls({}, {}, class_type)
+        nodes = view.nodes
+        classes = view.classes
+        shape_of = view.shape_of
         dtype_class: dict[str, str] = {}
-        class_type = view.class_type
         for nid, n in raw.items():
             op = n["op"]
-            if class_type.get(n["eclass"], "").startswith("@"):
+            ec = n["eclass"]
+            if ec in facts:
                 if op in OBLIGATION_OPS:
                     view.obligations.append((op, tuple(node_class[c] for c in n["children"])))
-                continue  # a relation's row (egglog gives each relation its own @...Sort): a fact, not a term
-            kids = tuple(node_class[c] for c in n["children"])
-            if op in ANALYSIS_OPS:
+                continue  # a relation's row: a fact, not a term
+            if op in skip:
                 if op == "shape":
-                    view.shape_of[kids[0]] = n["eclass"]
+                    shape_of[node_class[n["children"][0]]] = ec
                 elif op == "dtype":
-                    dtype_class[kids[0]] = n["eclass"]
+                    dtype_class[node_class[n["children"][0]]] = ec
                 continue
-            if n.get("subsumed") or op in HANDLE_OPS or op.startswith("load-"):
+            if n.get("subsumed") or op.startswith("load-"):
                 continue
-            nodes[nid] = ENode(nid, op, kids, n["eclass"])
-            classes.setdefault(n["eclass"], []).append(nid)
-        view.nodes = nodes
-        view.classes = classes
+            nodes[nid] = ENode(nid, op, tuple([node_class[c] for c in n["children"]]), ec)
+            if ec in classes:
+                classes[ec].append(nid)
+            else:
+                classes[ec] = [nid]
         view.dtype_of = {t: view.literal(c) for t, c in dtype_class.items() if c in classes}
-        for nid, n in nodes.items():
-            for c in set(n.children):
-                view.parents.setdefault(c, []).append(nid)
         return view
 
     def literal(self, cid: str) -> Any:

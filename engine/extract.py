@@ -52,6 +52,7 @@ import sympy
 from .costs import ClassInfo, CostModel, itemsize
 from .egraph import EGraphView, dim_value, list_value
 from .gcpause import gc_paused
+from .schema import PRIMITIVE_SORTS, VALUE_SORTS
 
 Choice = dict[str, str]
 
@@ -112,21 +113,33 @@ def _numel(view: EGraphView, size_choice: Choice, dl: str, hints: dict[str, int]
 
 
 def smallest_terms(view: EGraphView) -> Choice:
-    """Tree-size extraction for structure classes (Dim, DL, ...): used to read sizes.
+    """Tree-size extraction for structure classes (Dim, DL, IL and primitives): used to read sizes.
 
-    A worklist over parents (a class that improves re-examines the nodes using it). Only
-    strict improvements of a positive size are accepted, so a chosen node is always larger
-    than its children's choices: the result is acyclic."""
+    Tensor classes are left out (no structure term reads one, and in a deep program their tree
+    sizes are as large as the program). A worklist over parents (a class that improves
+    re-examines the nodes using it). Only strict improvements of a positive size are accepted,
+    so a chosen node is always larger than its children's choices: the result is acyclic."""
     best: dict[str, tuple[int, str]] = {}
+    class_type = view.class_type
+    nodes = view.nodes
+    parents: dict[str, list[str]] = {}
+    work: list[str] = []
     for cid, nids in view.classes.items():
-        if view.is_primitive(cid):
+        t = class_type.get(cid, "")
+        if t in VALUE_SORTS:
+            continue
+        if t in PRIMITIVE_SORTS:
             best[cid] = (1, nids[0])
-    work = list(view.nodes)
+            continue
+        for nid in nids:
+            work.append(nid)
+            for c in set(nodes[nid].children):
+                parents.setdefault(c, []).append(nid)
     queued = set(work)
     while work:
         nid = work.pop()
         queued.discard(nid)
-        n = view.nodes[nid]
+        n = nodes[nid]
         size = 1
         for c in n.children:
             b = best.get(c)
@@ -137,7 +150,7 @@ def smallest_terms(view: EGraphView) -> Choice:
             cur = best.get(n.eclass)
             if cur is None or size < cur[0]:
                 best[n.eclass] = (size, nid)
-                for p in view.parents.get(n.eclass, ()):
+                for p in parents.get(n.eclass, ()):
                     if p not in queued:
                         queued.add(p)
                         work.append(p)

@@ -81,6 +81,19 @@ ROOTS = variants("Root")
 #: Python scalar operands of a program (CInt, CFloat, CBool, CDim): one argument, a number or an extent
 SCALARS = frozenset(d.name for d in DECLS.values() if _is_term(d) and d.sort == "T" and not d.unextractable
                     and len(d.args) == 1 and d.args[0] in ("i64", "f64", "bool", "Dim"))
+def _value_sorts() -> frozenset[str]:
+    sorts = {"T"}
+    while True:
+        more = {d.sort for d in DECLS.values() if _is_term(d) and sorts & set(d.args)} - sorts
+        if not more:
+            return frozenset(sorts)
+        sorts |= more
+
+
+#: the sorts of program values and what holds them (T, TL, Root): every other sort is structure
+#: (extents, shapes, int lists), whose terms never read a value
+VALUE_SORTS = _value_sorts()
+
 #: extent arithmetic (DAdd, DSub, ...): Dim constructors over two Dims
 DIM_BINARY = frozenset(d for d in variants("Dim") if DECLS[d].args == ("Dim", "Dim"))
 #: list constructors: empty and cons of each list sort
