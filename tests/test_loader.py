@@ -129,7 +129,6 @@ def test_drop_facts_forgets_the_loaders_tables_and_keeps_the_program(cat):
     the string and float tables are forgotten before serializing (an eighth of a 10k-op
     program's serialized e-graph), and the program still extracts to the same values."""
     import torch
-
     from satfuse.engine import parse_trace
     from satfuse.engine.optimize import optimize_trace
     from satfuse.lowering import lower

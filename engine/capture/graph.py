@@ -26,7 +26,7 @@ from .convert import CaptureError, Converter
 from .eager_checks import probe_graph
 from .functional import TRACING, AliasInfo, shared_outputs, trace_functional
 from .symbols import layout_only
-from .trace import Captured, capture, decomposition_table
+from .trace import Captured, capture, decomposition_table, recorded
 
 
 @dataclass
@@ -216,7 +216,9 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
     with TRACING, fake_mode, torch.no_grad():
-        fg = trace_functional(flat_fn, fake_args, decomposition_table())
+        fg = recorded(flat_fn, fake_args)
+        tracer = "recorder" if fg is not None else "functionalization"
+        fg = fg or trace_functional(flat_fn, fake_args, decomposition_table())
     agm = fg.gm
     if shape_env is not None and any(n.target is torch.ops.aten._local_scalar_dense.default
                                      for n in agm.graph.nodes):
@@ -237,6 +239,7 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
     t1 = time.perf_counter()
     gt = trace_from_graph(agm, fake_args, shape_env, names=names, name=name, aliases=fg.output_aliases)
     gt.trace.restrides = list(fg.restrides)
+    gt.trace.provenance = f"re-trace of Dynamo's graph ({timings['retrace'] * 1e3:.1f} ms, {tracer})"
     timings["convert"] = time.perf_counter() - t1
     return DynamoGraph(gt, [*consts, *literals], shape_env, dropped, timings, fake_args)
 

@@ -17,9 +17,10 @@ tensors, whose geometry is eager's), under the same :class:`EagerRewrites` check
 It stops with :class:`NotRecordable` at the first thing outside that case (a write to a tensor
 that shares memory, is not contiguous, or whose functional value would differ in dtype, shape
 or strides; ``out=``; a view of a written tensor; an in-place view op; an input or output that
-requires grad; a data-dependent op; a tensor it did not make), and capture traces the program again the
-functional way, which decides it as before: the recorder is a shortcut, never a second set of
-verdicts. Static captures only (no ShapeEnv)."""
+requires grad while grad mode is on; a data-dependent op; a tensor it did not make), and capture traces the
+program again the functional way, which decides it as before: the recorder is a shortcut, never a
+second set of verdicts. Static extents only: ``optimize``'s static captures (no ShapeEnv) and the
+``torch.compile`` backend's re-trace of a writing graph whose extents Dynamo kept static."""
 
 from __future__ import annotations
 
@@ -60,9 +61,17 @@ class NotRecordable(Exception):
 def recordable_inputs(fakes: Sequence[Any]) -> bool:
     """The recorder's precondition on the inputs: no two tensor inputs share memory (one object
     at two positions, or views of one storage: the functional path gives each its own wrapper),
-    and none requires grad (which outputs alias an input is then autograd's business too)."""
-    ids = [_storage_id(f) for f in fakes if isinstance(f, torch.Tensor)]
-    return len(set(ids)) == len(ids) and not any(isinstance(f, torch.Tensor) and f.requires_grad for f in fakes)
+    every extent is a plain int (a ShapeEnv's symbols need make_fx's tracking), and none requires
+    grad while grad mode is on (which outputs alias an input is then autograd's business too;
+    under ``no_grad``, as the backend re-traces a writing graph, it is a matter of storage alone,
+    as in the functional path)."""
+    tensors = [f for f in fakes if isinstance(f, torch.Tensor)]
+    ids = [_storage_id(f) for f in tensors]
+    if len(set(ids)) != len(ids):
+        return False
+    if torch.is_grad_enabled() and any(f.requires_grad for f in tensors):
+        return False
+    return all(type(e) is int for f in tensors for e in (*f.shape, *f.stride(), f.storage_offset()))
 
 
 def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict) -> FunctionalGraph:
@@ -204,7 +213,7 @@ class _Recorder(TorchDispatchMode):
             if _views(func) and not (_same(now, args) and _same(tuple(kw.values()), tuple(kwargs.values()))):
                 raise NotRecordable(f"{func} views a written tensor")
             args, kwargs = now, kw
-        if torch.Tag.data_dependent_output in func.tags:
+        if torch.Tag.data_dependent_output in func.tags or torch.Tag.dynamic_output_shape in func.tags:
             raise NotRecordable(f"{func} reads data")
         decomp = self.decompositions.get(func)
         if decomp is not None:

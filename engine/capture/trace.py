@@ -330,7 +330,7 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
         # non-strict export: libraries take their traceable path (HF's attention masks skip the
         # data-dependent ``(mask == 1).all()`` shortcut)
         with mode, quiet_torch_tracing(), compiling():
-            fg = _recorded(flat_fn, fakes) if shape_env is None and recordable_inputs(fakes) else None
+            fg = recorded(flat_fn, fakes) if shape_env is None else None
             tracer = "recorder" if fg is not None else "functionalization"
             fg = fg or trace_functional(flat_fn, fakes, decomposition_table())
             if fixed_floats is not None and any(isinstance(n.meta.get("val"), torch.SymFloat)
@@ -366,11 +366,14 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
                     conv.hints, tuple(k for k, pos in enumerate(positions) if pos in float_syms))
 
 
-def _recorded(flat_fn: Callable, fakes: list) -> FunctionalGraph | None:
-    """The program traced by the recorder (``record.py``: no functionalization) when everything
-    it writes is a tensor alone in its memory; None where the recorder stopped, for any reason:
-    the functional trace then decides it, with every verdict and message as before (the program
-    then runs twice, as it does when a static capture needs a ShapeEnv)."""
+def recorded(flat_fn: Callable, fakes: list) -> FunctionalGraph | None:
+    """The program traced by the recorder (``record.py``: no functionalization) when its inputs
+    allow it and everything it writes is a tensor alone in its memory; None where the recorder
+    stopped, for any reason: the functional trace then decides it, with every verdict and message
+    as before (the program then runs twice, as it does when a static capture needs a ShapeEnv).
+    Call under :data:`TRACING` and the fake mode of ``fakes``."""
+    if not recordable_inputs(fakes):
+        return None
     try:
         return trace_recorded(flat_fn, fakes, decomposition_table())
     except NotRecordable as e:
