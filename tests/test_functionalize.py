@@ -431,6 +431,38 @@ def test_order_dependent_overlapping_write_is_refused():
         capture(f, torch.randn(2, 2, 1))
 
 
+#: foreach writes whose list positions share memory: eager (CPU) applies the op tensor by tensor
+FOREACH_REFUSED = [
+    ("one-tensor-twice", lambda x: torch._foreach_add_([x, x], 1.0), lambda: [torch.zeros(3)]),
+    ("swapped-operands", lambda a, b: torch._foreach_add_([a, b], [b, a]), lambda: [torch.ones(3), torch.ones(3)]),
+    ("overlapping-views", lambda y: torch._foreach_add_([y[0], y.view(-1)[:3]], 1.0), lambda: [torch.zeros(2, 3)]),
+]
+FOREACH_EXACT = [
+    ("views-of-one-buffer", lambda y: torch._foreach_mul_([y[:3], y[3:]], 2.0), lambda: [torch.arange(6.0)]),
+    ("reads-before-the-write", lambda y: torch._foreach_add_([y[:3], y[3:]], [y[3:], y[3:]]),
+     lambda: [torch.arange(6.0)]),
+    ("each-reads-itself", lambda a, b: torch._foreach_mul_([a, b], [a, b]), lambda: [torch.randn(3), torch.randn(3)]),
+    ("strided-disjoint-columns", lambda y: torch._foreach_mul_([y[:, 0], y[:, 1]], [y[:, 1], y[:, 1]]),
+     lambda: [torch.arange(6.0).reshape(3, 2)]),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "make"), FOREACH_REFUSED, ids=[c[0] for c in FOREACH_REFUSED])
+def test_foreach_writes_that_depend_on_the_list_order_are_refused(name, fn, make):
+    """A later position of a foreach write reading what an earlier one wrote: eager's CPU loop, its
+    CUDA kernel and a functional plan all differ, so capture refuses clearly, inputs untouched."""
+    args = make()
+    before = [a.clone() for a in args]
+    with pytest.raises(CaptureError, match="tensor by tensor"):
+        satfuse.optimize(fn, *args)
+    assert all(torch.equal(a, b) for a, b in zip(args, before))
+
+
+@pytest.mark.parametrize(("name", "fn", "make"), FOREACH_EXACT, ids=[c[0] for c in FOREACH_EXACT])
+def test_foreach_writes_on_shared_memory_in_list_order_equal_eager(name, fn, make):
+    _differential(fn, make(), _optimize)
+
+
 def _scatter_self(a, i):
     t = a.tan()
     t.scatter_(0, i, t)

@@ -55,6 +55,16 @@ def _adam(ps, gs, ms, vs, step: int):
         p.sub_(1e-3 * (m / (1 - 0.9 ** step)) / ((v / (1 - 0.999 ** step)).sqrt() + 1e-8))
 
 
+def _adam_foreach(ps, gs, ms, vs):
+    torch._foreach_mul_(ms, 0.9)
+    torch._foreach_add_(ms, gs, alpha=0.1)
+    torch._foreach_mul_(vs, 0.999)
+    torch._foreach_addcmul_(vs, gs, gs, value=0.001)
+    d = torch._foreach_sqrt(vs)
+    torch._foreach_add_(d, 1e-8)
+    torch._foreach_addcdiv_(ps, ms, d, value=-1e-3)
+
+
 def _block(x, w, ln):
     h = torch.nn.functional.layer_norm(x, x.shape[-1:], ln, None)
     q, k, v = (h @ w).split(x.shape[-1], -1)
@@ -86,6 +96,8 @@ CORPUS = [
     ("factories", lambda x: (torch.ones_like(x), torch.full_like(x, 2) + x, torch.arange(3) * 2), (_r(3),),
      "recorder"),
     ("adam", _adam, (_ts(3), _ts(3), _ts(3), [t.abs() for t in _ts(3)], 3), "recorder"),
+    ("adam-foreach", _adam_foreach, (_ts(3), _ts(3), _ts(3), [t.abs() for t in _ts(3)]), "recorder"),
+    ("foreach-write-returns-nothing", lambda xs: (torch._foreach_mul_(xs, 2), xs[0] + 1), (_ts(2),), "recorder"),
     ("write-input-return-it", lambda x: x.add_(1), (_r(3),), "recorder"),
     ("write-then-read", lambda x, y: (x.mul_(2), x + y, y.sub_(x)), (_r(3), _r(3)), "recorder"),
     ("write-intermediate", lambda x: (lambda t: t.mul_(3).add_(x))(x * 2), (_r(3),), "recorder"),
@@ -111,6 +123,10 @@ CORPUS = [
     ("requires-grad", lambda x: x * 2, (_r(3).requires_grad_(),), "functionalization"),
     ("promoting-write", lambda x: x.add_(1.5), (torch.arange(3),), "functionalization"),
     ("expanded-input-written", lambda x: x.add_(1), (_r(1).expand(3),), "functionalization"),
+    ("foreach-writes-one-tensor-twice", lambda x: torch._foreach_add_([x, x], 1.0), (_r(3),), "functionalization"),
+    ("foreach-reads-what-it-wrote", lambda a, b: torch._foreach_add_([a, b], [b, a]), (_r(3), _r(3)),
+     "functionalization"),
+    ("foreach-writes-a-view", lambda x: torch._foreach_mul_([x[0], x[1]], 2.0), (_r(2, 3),), "functionalization"),
     ("write-reads-a-copy-of-itself", lambda x: x.mul_(x.flip(0)), (_r(4),), "recorder"),
 ]
 
@@ -132,9 +148,10 @@ def test_aliased_inputs_are_functionalizations(monkeypatch) -> None:
 
 @pytest.mark.parametrize(("name", "fn", "args", "tracer"), [c for c in CORPUS if c[0] not in (
     "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate",
-    "set-to-another-tensor")], ids=[c[0] for c in CORPUS if c[0] not in (
+    "set-to-another-tensor", "foreach-writes-one-tensor-twice", "foreach-reads-what-it-wrote")],
+    ids=[c[0] for c in CORPUS if c[0] not in (
         "item", "promoting-write", "expanded-input-written", "resize-of-an-intermediate",
-    "set-to-another-tensor")])
+        "set-to-another-tensor", "foreach-writes-one-tensor-twice", "foreach-reads-what-it-wrote")])
 def test_recorded_plans_equal_eager(name, fn, args, tracer) -> None:
     """The plans built from recorded traces: values, dtypes, every input's final value."""
     def clone(xs):
@@ -221,6 +238,7 @@ def _optimizer_run(kind):
         for p in ps:
             p.grad = _r(4, 3)
         opt = {"adam": lambda: torch.optim.Adam(ps, lr=1e-2, foreach=False),
+               "adam-foreach": lambda: torch.optim.Adam(ps, lr=1e-2, foreach=True),
                "adamw": lambda: torch.optim.AdamW(ps, lr=1e-2, foreach=False, amsgrad=True),
                "sgd": lambda: torch.optim.SGD(ps, lr=1e-2, momentum=0.9, foreach=False)}[kind]()
         step = compile_(opt.step)
@@ -243,6 +261,7 @@ def _function_run(fn, make_args, no_grad=False):
 
 BACKEND_CORPUS = [
     ("adam", _optimizer_run("adam"), "recorder"),
+    ("adam-foreach", _optimizer_run("adam-foreach"), "recorder"),
     ("adamw-amsgrad", _optimizer_run("adamw"), "recorder"),
     ("sgd-momentum", _optimizer_run("sgd"), "recorder"),
     ("params-written-under-no-grad", _function_run(_sgd_step, lambda: (_params(2), [_r(4, 3)] * 2,

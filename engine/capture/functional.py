@@ -408,37 +408,15 @@ class _OverlapCheck(TorchDispatchMode):
                 v = args[i] if i < len(args) else kwargs.get(a.name)
                 ts = [t for t in pytree.tree_leaves(v) if isinstance(t, torch.Tensor)]
                 (written if a.alias_info is not None and a.alias_info.is_write else read).extend(ts)
+            pairs = [(written, read)]  # what each write reads: a foreach op's position by position
+            if func._overloadpacket.__name__.startswith("_foreach_"):
+                pairs = _check_foreach_order(func, args, kwargs)
             verdict = _probe_overlap(func, args, kwargs, written, read)
             if verdict:
                 cls = SelfOverlapError if _OVERLAP_MESSAGE in verdict else EagerError
                 raise cls(f"{func}: {verdict}")
-            if verdict == "" and not _elementwise(func) and any(
-                    _same_storage(w, r) and _numel([int(n) for n in r.size()]) > 1 for w in written for r in read):
-                raise OrderDependentWriteError(
-                    f"{func} reads a tensor that shares memory with the tensor it writes, in an order of its own "
-                    "(eager's result then depends on its loop order, which a functional plan cannot reproduce): "
-                    "clone() the operand before the in-place op")
-            if not verdict and any(_holds_an_element_twice(w) for w in written):
-                raise OrderDependentWriteError(
-                    f"{func} writes a tensor that holds one memory element at several positions (an expanded or "
-                    "overlapping view): which write lands last depends on eager's loop order, and a functional "
-                    "plan writes whole values: clone() the tensor before the in-place op")
-            for w in written:
-                if verdict is None and _internal_overlap(w):
-                    raise SelfOverlapError(
-                        f"{func}: unsupported operation: more than one element of the written-to tensor refers to "
-                        "a single memory location. Please clone() the tensor before performing the operation.")
-                for r in read:
-                    if verdict is None and r is not w and _partial_overlap(w, r):
-                        raise SelfOverlapError(
-                            f"{func}: unsupported operation: some elements of the input tensor and the written-to "
-                            "tensor refer to a single memory location. Please clone() the tensor before performing "
-                            "the operation.")
-                    if r is not w and _order_dependent(w, r):
-                        raise OrderDependentWriteError(
-                            f"{func} reads a tensor that overlaps the tensor it writes element by element in another "
-                            "layout (eager's result then depends on its loop order, which a functional plan cannot "
-                            "reproduce): clone() the operand before the in-place op")
+            for w_at, r_at in pairs:
+                self._check_pair(func, verdict, w_at, r_at)
         views = [(w, w.size()) for w in written if w._base is not None] if writes else []
         # an in-place view op (``a.unsqueeze_(-1)``) has changed ``a`` once it returns: eager's
         # geometry it replays on is the one from before
@@ -455,10 +433,43 @@ class _OverlapCheck(TorchDispatchMode):
             self._record_views(func, args, kwargs, out, before_op)
         return out
 
+    @staticmethod
+    def _check_pair(func: Any, verdict: str | None, written: list[torch.Tensor], read: list[torch.Tensor]) -> None:
+        """Eager's overlap verdicts on what a write writes against what it reads (``verdict``: eager's
+        own, from the probe; None where it could not say)."""
+        if verdict == "" and not _elementwise(func) and any(
+                _same_storage(w, r) and _numel([int(n) for n in r.size()]) > 1 for w in written for r in read):
+            raise OrderDependentWriteError(
+                f"{func} reads a tensor that shares memory with the tensor it writes, in an order of its own "
+                "(eager's result then depends on its loop order, which a functional plan cannot reproduce): "
+                "clone() the operand before the in-place op")
+        if not verdict and any(_holds_an_element_twice(w) for w in written):
+            raise OrderDependentWriteError(
+                f"{func} writes a tensor that holds one memory element at several positions (an expanded or "
+                "overlapping view): which write lands last depends on eager's loop order, and a functional "
+                "plan writes whole values: clone() the tensor before the in-place op")
+        for w in written:
+            if verdict is None and _internal_overlap(w):
+                raise SelfOverlapError(
+                    f"{func}: unsupported operation: more than one element of the written-to tensor refers to "
+                    "a single memory location. Please clone() the tensor before performing the operation.")
+            for r in read:
+                if verdict is None and r is not w and _partial_overlap(w, r):
+                    raise SelfOverlapError(
+                        f"{func}: unsupported operation: some elements of the input tensor and the written-to "
+                        "tensor refer to a single memory location. Please clone() the tensor before performing "
+                        "the operation.")
+                if r is not w and _order_dependent(w, r):
+                    raise OrderDependentWriteError(
+                        f"{func} reads a tensor that overlaps the tensor it writes element by element in another "
+                        "layout (eager's result then depends on its loop order, which a functional plan cannot "
+                        "reproduce): clone() the operand before the in-place op")
+
     # Functionalization rebuilds a view of a written tensor from its new value, with that value's
     # geometry (``b.view(s)`` after ``b.index_copy_`` reports offset 0 where eager's has b's 1):
     # the overlap checks read eager's geometry of each view from this table instead, replayed on
     # meta tensors from the geometry of the tensor it views.
+
     def __enter__(self) -> "_OverlapCheck":
         self.views: dict[int, tuple[Any, tuple[list[int], list[int], int]]] = {}
         _EAGER_VIEWS.table = self.views
@@ -577,9 +588,74 @@ def _probe_overlap(func: Any, args: tuple, kwargs: dict, written: list[torch.Ten
 _ELEMENTWISE_WRITES = {"copy_", "masked_fill_", "masked_fill", "fill_", "zero_", "where"}
 
 
+def _check_foreach_order(func: Any, args: tuple, kwargs: dict) -> list[tuple[list, list]]:
+    """Eager applies a foreach op tensor by tensor on the CPU (position ``j`` reads what position
+    ``i < j`` wrote) and all at once on CUDA; a plan computes every value from the old ones. They
+    agree unless tensor ``i`` of the written list shares an element with a tensor of a later
+    position (of any list argument) or with a tensor every position reads: that is refused. Returns
+    each position's (written, read) tensors, for eager's per-tensor overlap checks."""
+    bound = _bound_arguments(func, args, kwargs)
+    targets = bound[0][1] if bound and isinstance(bound[0][1], (list, tuple)) else []
+    n = len(targets)
+    by_storage: dict[int, list[tuple[int, torch.Tensor]]] = {}  # position -1: read by every position
+    reads: list[list[torch.Tensor]] = [[] for _ in range(n)]
+    common: list[torch.Tensor] = []
+    for a, v in bound[1:]:
+        items = list(enumerate(v)) if isinstance(v, (list, tuple)) else [(-1, v)]
+        for j, t in items:
+            if isinstance(t, torch.Tensor):
+                by_storage.setdefault(_storage_id(t), []).append((j, t))
+                (common if j < 0 else reads[j] if j < n else common).append(t)
+    for i, w in enumerate(targets):
+        if isinstance(w, torch.Tensor):
+            by_storage.setdefault(_storage_id(w), []).append((i, w))
+    for i, w in enumerate(targets):
+        if not isinstance(w, torch.Tensor):
+            continue
+        for j, t in by_storage.get(_storage_id(w), ()):
+            later = j > i or (j < 0 and i < n - 1)
+            if later and t is not w and _share_elements(w, t) or (later and t is w):
+                where = "a tensor every position reads" if j < 0 else f"the tensor at position {j} of a list argument"
+                raise OrderDependentWriteError(
+                    f"{func} writes tensor {i} of its list, which shares memory with {where}: eager applies the op "
+                    "tensor by tensor on the CPU (a later position reads what an earlier one wrote) and all at once "
+                    "on CUDA, and a plan computes every value from the old ones: clone() the shared tensors first")
+    return [([w], reads[i] + common) for i, w in enumerate(targets) if isinstance(w, torch.Tensor)]
+
+
+def _share_elements(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """``a`` and ``b`` (of one storage) hold some memory element in common (a symbolic or very
+    large geometry counts as shared)."""
+    import numpy as np
+
+    try:
+        (sa, ta, oa), (sb, tb, ob) = _geometry(a, specialize=False), _geometry(b, specialize=False)
+    except TypeError:
+        return True
+    na, nb = _numel(sa), _numel(sb)
+    if na == 0 or nb == 0:
+        return False
+    ia, ib = a.element_size(), b.element_size()
+    span_a = (oa * ia, (oa + sum((n - 1) * abs(st) for n, st in zip(sa, ta)) + 1) * ia)
+    span_b = (ob * ib, (ob + sum((n - 1) * abs(st) for n, st in zip(sb, tb)) + 1) * ib)
+    if span_a[1] <= span_b[0] or span_b[1] <= span_a[0]:
+        return False
+    if (_dense(sa, ta) and _dense(sb, tb)) or ia != ib or na > 1 << 20 or nb > 1 << 20:
+        return True  # dense: each covers its span (other dtypes' or huge views are taken as sharing)
+
+    def offsets(size: list[int], stride: list[int], off: int) -> Any:
+        grid = np.array([off], dtype=np.int64)
+        for n, st in zip(size, stride):
+            grid = (grid[:, None] + np.arange(n, dtype=np.int64)[None, :] * st).reshape(-1)
+        return grid
+
+    return bool(np.intersect1d(offsets(sa, ta, oa), offsets(sb, tb, ob)).size)
+
+
 def _elementwise(func: Any) -> bool:
-    """Pointwise as torch tags it: the op, or its functional form (``ne_``, ``ne.out``: ``ne``)."""
-    name = func._overloadpacket.__name__
+    """Pointwise as torch tags it: the op, or its functional form (``ne_``, ``ne.out``: ``ne``; a
+    foreach op's per-tensor op)."""
+    name = func._overloadpacket.__name__.removeprefix("_foreach_")  # a foreach op: its op per tensor
     if torch.Tag.pointwise in func.tags or name in _ELEMENTWISE_WRITES:
         return True
     packet = getattr(torch.ops.aten, name.removesuffix("_"), None)

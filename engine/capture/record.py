@@ -249,17 +249,21 @@ class _Recorder(TorchDispatchMode):
         return out
 
     def _write(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        """An in-place op on a tensor alone in its memory: its functional variant on the tensor's
-        current value becomes the tensor's new value; the program gets the tensor itself back."""
+        """An in-place op on tensors alone in their memory (``self``, or each tensor of a foreach
+        op's ``self`` list): its functional variant on their current values gives their new
+        values; the program gets what the in-place op returns (the tensor itself, or nothing)."""
         functional = _functional_variant(func)
         target = args[0] if args else None
-        if functional is None or not isinstance(target, torch.Tensor) or target not in self.nodes:
-            raise NotRecordable(f"{func}: not an in-place op on a tensor of the program")
-        if target._base is not None or self.sharing.get(_storage_id(target)) != 1 or not target.is_contiguous():
+        targets = list(target) if isinstance(target, (list, tuple)) else [target]
+        if functional is None or not targets or not all(isinstance(t, torch.Tensor) and t in self.nodes
+                                                        for t in targets):
+            raise NotRecordable(f"{func}: not an in-place op on tensors of the program")
+        if len({id(t) for t in targets}) != len(targets) or any(
+                t._base is not None or self.sharing.get(_storage_id(t)) != 1 or not t.is_contiguous() for t in targets):
             raise NotRecordable(f"{func} writes a view, a tensor that shares memory, or a strided tensor")
-        geometry = (target.shape, target.stride(), target.storage_offset(), _storage_id(target))
-        func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
-        if (target.shape, target.stride(), target.storage_offset(), _storage_id(target)) != geometry:
+        geometry = [(t.shape, t.stride(), t.storage_offset(), _storage_id(t)) for t in targets]
+        out = func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
+        if [(t.shape, t.stride(), t.storage_offset(), _storage_id(t)) for t in targets] != geometry:
             raise NotRecordable(f"{func} changed the geometry or memory of the tensor it writes")  # resize_, set_
         now = self.current(args)
         kw = {k: self.current(v) for k, v in kwargs.items()}
@@ -268,11 +272,14 @@ class _Recorder(TorchDispatchMode):
             value = self._record(functional, now, kw)
         finally:
             self.original = outer
-        if not (isinstance(value, torch.Tensor) and value.dtype == target.dtype and value.shape == target.shape
-                and value.device == target.device and value.stride() == target.stride()):
+        values = list(value) if isinstance(target, (list, tuple)) and isinstance(value, (list, tuple)) else [value]
+        if len(values) != len(targets) or not all(
+                isinstance(v, torch.Tensor) and v.dtype == t.dtype and v.shape == t.shape and v.device == t.device
+                and v.stride() == t.stride() for v, t in zip(values, targets)):
             raise NotRecordable(f"{func}: the functional value is not laid out as the written tensor")
-        self.values[target] = value
-        return target
+        for t, v in zip(targets, values):
+            self.values[t] = v
+        return out if isinstance(target, (list, tuple)) else target
 
     @staticmethod
     def _decomposes(func: Any, args: tuple, kwargs: dict) -> bool:
@@ -308,10 +315,10 @@ def _factory(func: Any) -> bool:
 @functools.cache
 def _functional_variant(func: Any) -> Any:
     """The out-of-place overload of an in-place op whose one written argument is ``self``
-    (``mul_.Tensor`` -> ``mul.Tensor``), or None."""
+    (``mul_.Tensor`` -> ``mul.Tensor``, ``_foreach_add_.Scalar`` -> ``_foreach_add.Scalar``), or None."""
     name = func._overloadpacket.__name__
     written = [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if not name.endswith("_") or name.startswith("_") or written != ["self"]:
+    if not name.endswith("_") or (name.startswith("_") and not name.startswith("_foreach_")) or written != ["self"]:
         return None
     cand = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
     if cand is None or cand._schema.is_mutable or [a.name for a in cand._schema.arguments] != [
