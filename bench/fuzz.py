@@ -315,6 +315,27 @@ class Gen:
         r = self.env[x].dim()
         return self.r.randrange(-r, r) if r else 0
 
+    def foreach(self, x: str, v: str) -> tuple[str, tuple[str, ...]]:
+        """A ``torch._foreach_*`` op over a list of the program's tensors (or views of them; one tensor
+        may come twice): in place, as optimizers call them, or functional (its first result kept)."""
+        r, V = self.r, self.vocab
+        names = [x] + [self.var() or x for _ in range(r.randint(0, 2))]
+        items = [self.view(n) if r.random() < 0.25 else n for n in names]
+        lst = f"[{', '.join(items)}]"
+        inplace = r.random() < 0.75
+        suffix = "_" if inplace else ""
+        if r.random() < 0.35:
+            op = r.choice([o for o in V["unary"] if hasattr(torch, f"_foreach_{o}{suffix}")] or ["abs"])
+            call = f"torch._foreach_{op}{suffix}({lst})"
+        else:
+            op = r.choice([o for o in V["binary"] if hasattr(torch, f"_foreach_{o}{suffix}")] or ["add"])
+            if r.random() < 0.5:
+                other = self.scalar(self.env[x])
+            else:  # a list operand: per position, a tensor of the program or a view of one
+                other = f"[{', '.join(self.other(n) if r.random() < 0.7 else self.view(n) for n in names)}]"
+            call = f"torch._foreach_{op}{suffix}({lst}, {other})"
+        return (call, ()) if inplace else (f"{v} = {call}[0]", (v,))
+
     def view(self, x: str) -> str:
         """A view expression of ``x`` (for reads and for writes through it)."""
         t = self.env[x]
@@ -360,8 +381,8 @@ class Gen:
         v = self.fresh()
         kinds = ["unary", "binary", "inplace_unary", "inplace_binary", "out", "view", "write_view", "setitem",
                  "reduce", "shape", "cast", "where", "cat", "pad", "index", "scatter", "creation", "copy",
-                 "inplace_view", "nn", "clamp", "split", "clone"]
-        w = [6, 8, 3, 6, 2, 5, 5, 3, 3, 3, 2, 2, 1.5, 1.5, 3, 2, 1, 2, 1, 1.5, 1.5, 1, 1]
+                 "inplace_view", "nn", "clamp", "split", "clone", "foreach"]
+        w = [6, 8, 3, 6, 2, 5, 5, 3, 3, 3, 2, 2, 1.5, 1.5, 3, 2, 1, 2, 1, 1.5, 1.5, 1, 1, 1.5]
         k = r.choices(kinds, w)[0]
         V = self.vocab
         if k == "unary":
@@ -389,6 +410,8 @@ class Gen:
                 kw = f", rounding_mode={r.choice(['trunc', 'floor'])!r}"
             tgt = x if r.random() < 0.7 else self.view(x)
             return f"{tgt}.{op}_({self.other(x)}{kw})", ()
+        if k == "foreach":
+            return self.foreach(x, v)
         if k == "out":
             op = r.choice(V["binary"] + V["unary"])
             args = f"{x}, {self.other(x)}" if op in V["binary"] else x
