@@ -44,6 +44,13 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "plan computes every operand before it writes",
     ),
     Unsupported(
+        "a foreach write (torch._foreach_add_, an optimizer's foreach step) whose written list shares memory with "
+        "a tensor at a later list position or with one every position reads ([x, x]; [a, b] += [b, a])",
+        r"writes tensor \d+ of its list, which shares memory",
+        "eager applies a foreach op tensor by tensor on the CPU (a later position reads what an earlier one wrote) "
+        "and all at once on CUDA; a functional plan computes every value from the old ones",
+    ),
+    Unsupported(
         "an in-place metadata change of an input other than t_, transpose_, swapdims_, squeeze_ and unsqueeze_ "
         "(resize_, as_strided_, set_, an out= that resizes it); one of those on an input the program also writes "
         "or passes at several positions",

@@ -451,10 +451,13 @@ FOREACH_EXACT = [
 def test_foreach_writes_that_depend_on_the_list_order_are_refused(name, fn, make):
     """A later position of a foreach write reading what an earlier one wrote: eager's CPU loop, its
     CUDA kernel and a functional plan all differ, so capture refuses clearly, inputs untouched."""
+    from satfuse.engine.unsupported import refused_as_listed
+
     args = make()
     before = [a.clone() for a in args]
-    with pytest.raises(CaptureError, match="tensor by tensor"):
+    with pytest.raises(CaptureError, match="tensor by tensor") as err:
         satfuse.optimize(fn, *args)
+    assert "foreach write" in refused_as_listed(err.value).form  # engine/unsupported.py lists it
     assert all(torch.equal(a, b) for a, b in zip(args, before))
 
 
