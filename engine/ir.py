@@ -322,9 +322,12 @@ class Namespace:
         self.counter = itertools.count()
 
     def name(self, hint: str | None = None) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in (hint or "t"))
-        if not base or base[0].isdigit():
-            base = "t" + base
+        if hint and hint.isascii() and hint.isidentifier():
+            base = hint  # the common case, and what the rewrite below leaves of it
+        else:
+            base = "".join(c if c.isalnum() or c == "_" else "_" for c in (hint or "t"))
+            if not base or base[0].isdigit():
+                base = "t" + base
         if keyword.iskeyword(base):
             base += "_"
         if base not in self.used and hint:
