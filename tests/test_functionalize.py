@@ -436,12 +436,16 @@ FOREACH_REFUSED = [
     ("one-tensor-twice", lambda x: torch._foreach_add_([x, x], 1.0), lambda: [torch.zeros(3)]),
     ("swapped-operands", lambda a, b: torch._foreach_add_([a, b], [b, a]), lambda: [torch.ones(3), torch.ones(3)]),
     ("overlapping-views", lambda y: torch._foreach_add_([y[0], y.view(-1)[:3]], 1.0), lambda: [torch.zeros(2, 3)]),
+    ("out=-list-swapped", lambda a, b, c, d: torch.ops.aten._foreach_add.List_out([a, b], [c, d], out=[b, a]),
+     lambda: [torch.randn(3) for _ in range(4)]),
 ]
 FOREACH_EXACT = [
     ("views-of-one-buffer", lambda y: torch._foreach_mul_([y[:3], y[3:]], 2.0), lambda: [torch.arange(6.0)]),
     ("reads-before-the-write", lambda y: torch._foreach_add_([y[:3], y[3:]], [y[3:], y[3:]]),
      lambda: [torch.arange(6.0)]),
     ("each-reads-itself", lambda a, b: torch._foreach_mul_([a, b], [a, b]), lambda: [torch.randn(3), torch.randn(3)]),
+    ("out=-list-is-self", lambda a, b, c, d: torch.ops.aten._foreach_add.List_out([a, b], [c, d], out=[a, b]),
+     lambda: [torch.randn(3) for _ in range(4)]),
     ("strided-disjoint-columns", lambda y: torch._foreach_mul_([y[:, 0], y[:, 1]], [y[:, 1], y[:, 1]]),
      lambda: [torch.arange(6.0).reshape(3, 2)]),
 ]

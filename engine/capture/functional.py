@@ -595,12 +595,14 @@ def _check_foreach_order(func: Any, args: tuple, kwargs: dict) -> list[tuple[lis
     position (of any list argument) or with a tensor every position reads: that is refused. Returns
     each position's (written, read) tensors, for eager's per-tensor overlap checks."""
     bound = _bound_arguments(func, args, kwargs)
-    targets = bound[0][1] if bound and isinstance(bound[0][1], (list, tuple)) else []
+    at = next((k for k, (a, v) in enumerate(bound) if a.alias_info is not None and a.alias_info.is_write
+               and isinstance(v, (list, tuple))), None)  # ``self``, or an ``out=`` list
+    targets = bound[at][1] if at is not None else []
     n = len(targets)
     by_storage: dict[int, list[tuple[int, torch.Tensor]]] = {}  # position -1: read by every position
     reads: list[list[torch.Tensor]] = [[] for _ in range(n)]
     common: list[torch.Tensor] = []
-    for a, v in bound[1:]:
+    for a, v in (b for k, b in enumerate(bound) if k != at):
         items = list(enumerate(v)) if isinstance(v, (list, tuple)) else [(-1, v)]
         for j, t in items:
             if isinstance(t, torch.Tensor):
