@@ -108,6 +108,7 @@ class _Backend:
         from satfuse.engine.capture import decomposition_table
         from satfuse.engine.capture.eager_checks import EagerRefusal
         from satfuse.engine.capture.graph import GuardMark, has_unused_results, writes_tensors
+        from satfuse.engine.capture.symbols import track_evaluations
         from satfuse.graph_plans import compile_graph, refused_graph
 
         phs = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -127,8 +128,9 @@ class _Backend:
             return compiler
 
         try:
-            return aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
-                                inference_compiler=boxed("inference"), decompositions=decomposition_table(),
-                                keep_inference_input_mutations=True)(gm, example_inputs)
+            with track_evaluations(mark.env):  # which guards AOTAutograd's trace made only for strides
+                return aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
+                                    inference_compiler=boxed("inference"), decompositions=decomposition_table(),
+                                    keep_inference_input_mutations=True)(gm, example_inputs)
         except EagerRefusal as e:  # a decomposition's probe: eager's kernel refuses these dtypes
             return refused_graph(gm, e)

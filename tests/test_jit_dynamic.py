@@ -216,3 +216,21 @@ def test_an_extent_a_layout_guard_pins_is_guarded():
     for n in (2, 4, 2, 6, 5, 3):
         got, want = j(torch.arange(n)), f(torch.arange(n))
         assert got.shape == want.shape and torch.equal(got, want)
+
+
+def test_a_stride_guard_that_later_decides_a_shape_is_kept():
+    """jit fuzz 9995 #298: the ShapeEnv made ``Ne(s2 - 2, 1)`` for a contiguity check (a layout-only
+    guard, dropped), then answered ``squeeze_()``'s size-1 question from it without a record of its
+    own: the plan for D0 = 4 squeezed nothing at D0 = 3, where eager squeezes the last dim."""
+    import satfuse
+
+    def f(a):
+        t = torch.cat([F.pad(a, (-1, -1), mode="reflect")] * 2, -3)
+        t.squeeze_()
+        return t[-3]
+
+    plan = satfuse.jit(f, dynamic=True)
+    for d in (4, 3, 5, 3):
+        a = torch.randn(d, d, d)
+        got, want = plan(a.clone()), f(a.clone())
+        assert got.shape == want.shape and torch.equal(got, want)

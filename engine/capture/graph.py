@@ -25,7 +25,7 @@ from ..ir import Namespace, Trace
 from .convert import CaptureError, Converter
 from .eager_checks import probe_graph
 from .functional import TRACING, AliasInfo, shared_outputs, trace_functional
-from .symbols import layout_only
+from .symbols import layout_only, track_evaluations
 from .trace import Captured, capture, decomposition_table, recorded
 
 
@@ -215,7 +215,7 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
         out = gm(*args)
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
-    with TRACING, fake_mode, torch.no_grad():
+    with TRACING, fake_mode, torch.no_grad(), track_evaluations(shape_env):
         fg = recorded(flat_fn, fake_args)
         tracer = "recorder" if fg is not None else "functionalization"
         fg = fg or trace_functional(flat_fn, fake_args, decomposition_table())
@@ -371,7 +371,7 @@ class GuardMark:
         new = self.env.guards[self.n:]
         keep, dropped = [], []
         for g in new:
-            stride_only = getattr(g, "sloc", None) is not None and layout_only(g)
+            stride_only = getattr(g, "sloc", None) is not None and layout_only(g, self.env)
             narrowed = any(self.env.var_to_range.get(s) != self.ranges.get(s) for s in g.expr.free_symbols)
             if stride_only and not isinstance(g.expr, sympy.Eq) and not narrowed:
                 dropped.append(g.expr)

@@ -7,7 +7,9 @@ ShapeEnv made about a symbol becomes an explicit guard of the trace.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 import sympy
 import torch
@@ -25,14 +27,61 @@ STRIDE_ONLY = {"check_contiguous_sizes_strides", "is_contiguous", "_compute_cont
 _WRAPPER_ONLY = {("functional_tensor.py", "__new__")}
 
 
-def layout_only(guard: Any) -> bool:
+def layout_only(guard: Any, shape_env: ShapeEnv | None = None) -> bool:
     """A ShapeEnv guard that only decided fake-tensor strides or wrapper storage sizes (our plans
-    depend on neither)."""
+    depend on neither). A guard is made where its expression is first evaluated; later
+    evaluations (of it or its negation) are answered from it without a record of their own, so a
+    guard first made for strides (the contiguity of a size-1 dim) may go on to decide a shape
+    (``squeeze_()`` of that dim): with :func:`track_evaluations` on ``shape_env``, every place that
+    had it answered so must be a layout one too."""
     loc = guard.sloc.framework_loc
-    if loc is None:
+    if loc is None or not _layout_place(str(loc.filename), getattr(loc, "name", "")):
         return False
-    name = getattr(loc, "name", "")
-    return name in STRIDE_ONLY or any(str(loc.filename).endswith(f) and name == n for f, n in _WRAPPER_ONLY)
+    seen = getattr(shape_env, "_satfuse_evaluated", None)
+    if seen:
+        for e in (guard.expr, sympy.Not(guard.expr)):
+            if any(where is None or not _layout_place(*where) for where in seen.get(e, ())):
+                return False
+    return True
+
+
+def _layout_place(filename: str, name: str) -> bool:
+    return name in STRIDE_ONLY or any(filename.endswith(f) and name == n for f, n in _WRAPPER_ONLY)
+
+
+@contextmanager
+def track_evaluations(shape_env: ShapeEnv | None) -> Iterator[None]:
+    """Record, while the block runs, each expression ``shape_env`` answered from what it already
+    knew (no guard made) and where it was asked from (the first frame outside torch's shape
+    machinery, as a guard's own location is found): what :func:`layout_only` reads."""
+    if shape_env is None or "_maybe_evaluate_static" in vars(shape_env):  # none, or an enclosing block tracks
+        yield
+        return
+    from torch.fx.experimental.symbolic_shapes import uninteresting_files
+
+    seen: dict[Any, set] = getattr(shape_env, "_satfuse_evaluated", None) or {}
+    static = shape_env._maybe_evaluate_static
+    skip = uninteresting_files()
+
+    def maybe_evaluate_static(expr: Any, *args: Any, **kwargs: Any) -> Any:
+        out = static(expr, *args, **kwargs)
+        if out is not None:
+            frame = sys._getframe(1)
+            while frame is not None and frame.f_code.co_filename in skip:
+                frame = frame.f_back
+            seen.setdefault(expr, set()).add((frame.f_code.co_filename, frame.f_code.co_name) if frame else None)
+            del frame
+        return out
+
+    for name in ("cache_clear", "cache_info"):  # the ShapeEnv clears its method caches as it learns
+        if hasattr(static, name):
+            setattr(maybe_evaluate_static, name, getattr(static, name))
+    shape_env._maybe_evaluate_static = maybe_evaluate_static
+    shape_env._satfuse_evaluated = seen
+    try:
+        yield
+    finally:
+        del shape_env._maybe_evaluate_static  # the class's own again; the records stay for layout_only
 
 
 class Symbols:
@@ -118,7 +167,7 @@ class Symbols:
         """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
         out = []
         for g in self.shape_env.guards:
-            if layout_only(g):
+            if layout_only(g, self.shape_env):
                 continue
             e = self.sym(g.expr)
             if e is sympy.true:

@@ -42,7 +42,7 @@ from .functional import (
     trace_functional,
 )
 from .record import NotRecordable, recordable_inputs, trace_recorded
-from .symbols import range_guards
+from .symbols import range_guards, track_evaluations
 
 aten = torch.ops.aten
 
@@ -329,7 +329,7 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
         # ``torch.compiler.is_compiling()`` is True while we trace, as in torch.compile and
         # non-strict export: libraries take their traceable path (HF's attention masks skip the
         # data-dependent ``(mask == 1).all()`` shortcut)
-        with mode, quiet_torch_tracing(), compiling():
+        with mode, quiet_torch_tracing(), compiling(), track_evaluations(shape_env):
             fg = recorded(flat_fn, fakes) if shape_env is None else None
             tracer = "recorder" if fg is not None else "functionalization"
             fg = fg or trace_functional(flat_fn, fakes, decomposition_table())
