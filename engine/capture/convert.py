@@ -28,6 +28,12 @@ class CaptureError(IRError):
     """Capture failed: names the aten op and graph node."""
 
 
+#: why a tensor's value read as a Python number (``.item()``, a 0-d tensor Scalar) has no plan
+ITEM_REFUSAL = (".item() turns a tensor's value into a Python number while tracing, so the program's shape would "
+                "depend on data; satfuse plans cannot carry that. Keep the value a tensor (for torch.optim: "
+                "capturable=True), or pass it as a Python number argument.")
+
+
 class Converter:
     """Converts one functional graph; ``symbols``/``hints`` map the ShapeEnv's symbols to ours."""
 
@@ -150,10 +156,7 @@ class Converter:
         if tgt is operator.getitem:
             return self.env[n.args[0]][n.args[1]]
         if tgt is aten._local_scalar_dense.default:
-            raise CaptureError(
-                f"node {n.name} ({tgt}): .item() turns a tensor's value into a Python number while tracing, so "
-                "the program's shape would depend on data; satfuse plans cannot carry that. Keep the value a "
-                "tensor (for torch.optim: capturable=True), or pass it as a Python number argument.")
+            raise CaptureError(f"node {n.name} ({tgt}): {ITEM_REFUSAL}")
         val = n.meta.get("val")
         if isinstance(val, (torch.SymInt, torch.SymBool, torch.SymFloat)) or (
                 not isinstance(tgt, torch._ops.OpOverload) and not isinstance(val, (torch.Tensor, list, tuple))):

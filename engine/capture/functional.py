@@ -39,6 +39,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compat import is_inplace_variant
 from .eager_checks import probe_kernel, with_eager_check
+from .foreach import as_eager_runs_it, per_tensor
 from .layouts import Diverged, LayoutDecisions, LayoutDivergenceError
 
 
@@ -830,6 +831,10 @@ class EagerRewrites(_OverlapCheck):
                 if step is None or len(at) > 1 or at[0] in self.repeated:
                     raise MetadataMutationError(_metadata_changed(at[0]))
                 self.restrides.append((at[0], *step))
+        if func._overloadpacket.__name__.startswith("_foreach_"):
+            out = self._per_tensor(func, args, kwargs)
+            if out is not NotImplemented:
+                return out
         if func in _FILLS and type(args[-1]) is complex and not args[0].is_complex():
             args = (*args[:-1], _converted_fill(args[0].dtype, args[-1]))  # as eager's kernel converts it
         if func is torch.ops.aten.unfold.default and not kwargs:
@@ -921,6 +926,21 @@ class EagerRewrites(_OverlapCheck):
                     out = out.to(eager_dtype)
         return out
 
+    def _per_tensor(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """A foreach op as its op per tensor (``foreach.py``), each one through this mode: its
+        eager checks, dtype and writes are those of the per-tensor op, position by position as
+        eager's CPU kernel runs them. A write whose list order matters is refused first
+        (:func:`_check_foreach_order`). NotImplemented where the op has no per-tensor form."""
+        fn = per_tensor(func)
+        if fn is None:
+            return NotImplemented
+        if _writes(func):
+            _check_foreach_order(func, args, kwargs)
+            func, args = as_eager_runs_it(func, args)
+            fn = per_tensor(func)
+        with _Through(self):
+            return fn(*args, **kwargs)
+
     def _in_eagers_dtype(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A write op as it is; where its meta kernel promotes past the target's dtype and so refuses
         the cast while eager's kernel accepts it (``bool_t.pow_(True)``: int64 on meta, bool in eager),
@@ -935,6 +955,17 @@ class EagerRewrites(_OverlapCheck):
                 raise
             with _CheckedCalls(self):
                 return args[0].copy_(functional(*args, **kwargs).to(args[0].dtype))
+
+
+class _Through(TorchDispatchMode):
+    """The ops an :class:`EagerRewrites` rewrite calls, through the whole mode (its rewrites too)."""
+
+    def __init__(self, owner: "EagerRewrites") -> None:
+        super().__init__()
+        self.owner = owner
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        return self.owner.__torch_dispatch__(func, types, args, kwargs)
 
 
 class _CheckedCalls(TorchDispatchMode):

@@ -29,7 +29,7 @@ from .. import log
 from ..ir import IRError, Namespace, Trace
 from ..log import quiet_torch_tracing
 from .compat import compiling
-from .convert import CaptureError, Converter
+from .convert import ITEM_REFUSAL, CaptureError, Converter
 from .eager_checks import EagerRefusal, with_eager_checks
 from .foreach import foreach_decompositions
 from .functional import (
@@ -349,6 +349,8 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
             f"out= ({e}): torch's functionalization holds the written value in another memory layout than eager's "
             "tensor, and the view cannot take it (eager may accept it): clone() the tensor before viewing it") from e
     except Exception as e:  # torch raises many kinds; say where it came from
+        if "local_scalar_dense" in str(e):  # the fake kernel has no .item() for this dtype (complex)
+            raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {ITEM_REFUSAL}") from e
         raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
                            f"{type(e).__name__}: {e}{_REAL_TENSOR_HINT if 'FakeTensor' in str(e) else ''}") from e
     shape_env = shape_env or ShapeEnv(duck_shape=False)  # static: no symbol, no guard
