@@ -27,7 +27,10 @@ aten = torch.ops.aten
 _NOT_PER_TENSOR = frozenset({"norm", "powsum"})
 
 
-def _per_tensor(base: Any) -> Callable:
+def _per_tensor(base: Any, in_place: bool = False) -> Callable:
+    """The foreach op as ``base`` position by position. In place, once a position has written, a
+    later position's error is the program's (eager's CPU loop raises it there too): only the
+    first position may decline, before anything is written."""
     # the foreach schema passes positionally what the base op takes keyword-only
     # (``_foreach_addcmul.Scalar(self, tensor1, tensor2, value)`` vs ``addcmul(..., *, value)``)
     schemas = [getattr(base, o)._schema for o in base.overloads()]
@@ -45,13 +48,17 @@ def _per_tensor(base: Any) -> Callable:
         def pick(a: Any, i: int) -> Any:
             return a[i] if isinstance(a, (list, tuple)) else a
 
-        try:
-            return [base(*(pick(a, i) for a in args), **{k: pick(v, i) for k, v in {**extra, **kwargs}.items()})
-                    for i in range(n)]
-        except (RuntimeError, TypeError):
-            # no base overload takes this form (``_foreach_maximum.Scalar``), or eager's own error:
-            # the foreach op itself is traced (an opaque call, exact either way)
-            return NotImplemented
+        out = []
+        for i in range(n):
+            try:
+                out.append(base(*(pick(a, i) for a in args), **{k: pick(v, i) for k, v in {**extra, **kwargs}.items()}))
+            except (RuntimeError, TypeError):
+                if in_place and i:
+                    raise
+                # no base overload takes this form (``_foreach_maximum.Scalar``), or eager's own error:
+                # the foreach op itself is traced (an opaque call, exact either way)
+                return NotImplemented
+        return None if in_place else out  # an in-place foreach op returns nothing
 
     return decompose
 
@@ -74,16 +81,8 @@ def _per_tensor_table() -> dict:
         packet, base = getattr(aten, name), getattr(aten, base_name)
         for overload in packet.overloads():
             if "out" not in overload.split("_"):
-                fn = _per_tensor(base)
-                table[getattr(packet, overload)] = _applied_in_place(fn) if inplace else fn
+                table[getattr(packet, overload)] = _per_tensor(base, in_place=inplace)
     return table
-
-
-def _applied_in_place(fn: Callable) -> Callable:
-    def decompose(*args: Any, **kwargs: Any) -> Any:
-        out = fn(*args, **kwargs)
-        return out if out is NotImplemented else None  # the in-place foreach op returns nothing
-    return decompose
 
 
 def per_tensor(func: Any) -> Callable | None:

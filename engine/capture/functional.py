@@ -470,7 +470,6 @@ class _OverlapCheck(TorchDispatchMode):
     # geometry (``b.view(s)`` after ``b.index_copy_`` reports offset 0 where eager's has b's 1):
     # the overlap checks read eager's geometry of each view from this table instead, replayed on
     # meta tensors from the geometry of the tensor it views.
-
     def __enter__(self) -> "_OverlapCheck":
         self.views: dict[int, tuple[Any, tuple[list[int], list[int], int]]] = {}
         _EAGER_VIEWS.table = self.views
@@ -617,7 +616,7 @@ def _check_foreach_order(func: Any, args: tuple, kwargs: dict) -> list[tuple[lis
             continue
         for j, t in by_storage.get(_storage_id(w), ()):
             later = j > i or (j < 0 and i < n - 1)
-            if later and t is not w and _share_elements(w, t) or (later and t is w):
+            if later and (t is w or _share_elements(w, t)):
                 where = "a tensor every position reads" if j < 0 else f"the tensor at position {j} of a list argument"
                 raise OrderDependentWriteError(
                     f"{func} writes tensor {i} of its list, which shares memory with {where}: eager applies the op "
