@@ -234,3 +234,15 @@ def test_a_stride_guard_that_later_decides_a_shape_is_kept():
         a = torch.randn(d, d, d)
         got, want = plan(a.clone()), f(a.clone())
         assert got.shape == want.shape and torch.equal(got, want)
+
+
+def test_layout_guard_answers_are_matched_by_the_question_they_ask():
+    """A shape decision may ask the guard's question spelled otherwise (``Eq(s2, 3)`` where the
+    contiguity check made ``Ne(s2 - 2, 1)``): the record is matched by ``lhs - rhs``, both ways."""
+    import sympy
+    from satfuse.engine.capture.symbols import _question
+
+    s2 = sympy.Symbol("s2", integer=True)
+    assert _question(sympy.Eq(s2, 3)) == _question(sympy.Ne(s2 - 2, 1)) == _question(sympy.Eq(3, s2))
+    assert _question(sympy.Ge(s2, 3)) == _question(sympy.Lt(s2, 3)) == _question(sympy.Le(3, s2))
+    assert _question(sympy.Eq(s2, 3)) != _question(sympy.Ge(s2, 3))

@@ -39,10 +39,38 @@ def layout_only(guard: Any, shape_env: ShapeEnv | None = None) -> bool:
         return False
     seen = getattr(shape_env, "_satfuse_evaluated", None)
     if seen:
+        keys = _keyed(shape_env, seen)
         for e in (guard.expr, sympy.Not(guard.expr)):
             if any(where is None or not _layout_place(*where) for where in seen.get(e, ())):
                 return False
+        if any(where is None or not _layout_place(*where) for where in keys.get(_question(guard.expr), ())):
+            return False  # the same question spelled otherwise (Eq(s2, 3) for the guard Ne(s2 - 2, 1))
     return True
+
+
+def _question(e: Any) -> Any:
+    """An (in)equality as the question it asks: ``lhs - rhs`` expanded, sign-normalized, and
+    whether it asks "= 0" or an order (both answers of one question share the key)."""
+    if not isinstance(e, sympy.core.relational.Relational):
+        return e
+    d = sympy.expand(e.lhs - e.rhs)
+    if isinstance(e, (sympy.Eq, sympy.Ne)):
+        return ("zero", -d if d.could_extract_minus_sign() else d)
+    if isinstance(e, (sympy.Lt, sympy.Ge)):  # d < 0  /  d >= 0
+        return ("order", d)
+    return ("order", -d)  # d > 0 is -d < 0; d <= 0 is -d >= 0
+
+
+def _keyed(shape_env: Any, seen: dict) -> dict:
+    """``seen`` by question, kept beside it on the ShapeEnv while it does not grow."""
+    cached = getattr(shape_env, "_satfuse_questions", None)
+    if cached is not None and cached[0] == len(seen):
+        return cached[1]
+    keys: dict[Any, set] = {}
+    for e, wheres in seen.items():
+        keys.setdefault(_question(e), set()).update(wheres)
+    shape_env._satfuse_questions = (len(seen), keys)
+    return keys
 
 
 def _layout_place(filename: str, name: str) -> bool:
