@@ -12,7 +12,7 @@ from typing import Any
 import sympy
 
 from .loader import HANDLES as HANDLE_OPS  # lang.egg's ``Ref`` and the loader's: names for classes, not terms
-from .schema import ANALYSES, LIST_NIL, RELATIONS
+from .schema import ANALYSES, LIST_NIL, PRIMITIVE_SORTS, RELATIONS
 
 ANALYSIS_OPS = ANALYSES | RELATIONS
 #: the analyses extraction reads (a class's shape and dtype); the session may delete the others' rows
@@ -44,12 +44,16 @@ class EGraphView:
     def parents(self) -> dict[str, list[str]]:
         """class -> the nodes using it. Built on first use: only the harness's tools read it."""
         if self._parents is None:
-            parents: dict[str, list[str]] = {}
-            for nid, n in self.nodes.items():
-                for c in set(n.children):
-                    parents.setdefault(c, []).append(nid)
-            self._parents = parents
+            self._parents = self.parents_of(self.nodes)
         return self._parents
+
+    def parents_of(self, nids: Any) -> dict[str, list[str]]:
+        """class -> the nodes among ``nids`` that use it."""
+        parents: dict[str, list[str]] = {}
+        for nid in nids:
+            for c in set(self.nodes[nid].children):
+                parents.setdefault(c, []).append(nid)
+        return parents
 
     @classmethod
     def from_json(cls, data: dict) -> "EGraphView":
@@ -102,7 +106,7 @@ class EGraphView:
         raise KeyError(f"class {cid} ({t}) is not a primitive")
 
     def is_primitive(self, cid: str) -> bool:
-        return self.class_type.get(cid, "") in ("i64", "f64", "String", "bool")
+        return self.class_type.get(cid, "") in PRIMITIVE_SORTS
 
 
 def _unquote(s: str) -> str:

@@ -122,19 +122,14 @@ def smallest_terms(view: EGraphView) -> Choice:
     best: dict[str, tuple[int, str]] = {}
     class_type = view.class_type
     nodes = view.nodes
-    parents: dict[str, list[str]] = {}
     work: list[str] = []
     for cid, nids in view.classes.items():
         t = class_type.get(cid, "")
-        if t in VALUE_SORTS:
-            continue
         if t in PRIMITIVE_SORTS:
             best[cid] = (1, nids[0])
-            continue
-        for nid in nids:
-            work.append(nid)
-            for c in set(nodes[nid].children):
-                parents.setdefault(c, []).append(nid)
+        elif t not in VALUE_SORTS:
+            work += nids
+    parents = view.parents_of(work)
     queued = set(work)
     while work:
         nid = work.pop()

@@ -81,6 +81,8 @@ ROOTS = variants("Root")
 #: Python scalar operands of a program (CInt, CFloat, CBool, CDim): one argument, a number or an extent
 SCALARS = frozenset(d.name for d in DECLS.values() if _is_term(d) and d.sort == "T" and not d.unextractable
                     and len(d.args) == 1 and d.args[0] in ("i64", "f64", "bool", "Dim"))
+
+
 def _value_sorts() -> frozenset[str]:
     sorts = {"T"}
     while True:
