@@ -1325,3 +1325,42 @@ def test_write_through_an_expand_that_broadcasts_nothing_keeps_nan(dtype):
         want_in, got_in = a.clone(), a.clone()
         _same(mode(got_in), f(want_in))
         assert torch.equal(got_in, want_in)
+
+
+def test_layout_bookkeeping_is_not_traced():
+    """Comparing a traced view's strides with a replayed one's (``layouts._same_strides``) is
+    bookkeeping: under make_fx's symbolic tracing it once went through the tracer's symbolic-int
+    dispatch, which fails on the replay's strides (``4*s27**2 is not tracked``: T5's graph got no
+    plan)."""
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing, make_fx
+
+    from satfuse.engine.capture.layouts import _same_strides
+
+    seen = []
+
+    def f(a, b):
+        y = torch.bmm(a, b).view(a.shape[0] // 4, 4, a.shape[1], b.shape[2])
+        with disable_proxy_modes_tracing():
+            w = torch.bmm(torch.empty_like(a), torch.empty_like(b)).view(y.shape)
+        seen.append(_same_strides(y, w))
+        return y + 1
+
+    g = make_fx(f, tracing_mode="symbolic")(torch.randn(8, 3, 3), torch.randn(8, 3, 3))
+    assert seen == [True]
+    assert [n.target for n in g.graph.nodes if n.op == "call_function"].count(torch.ops.aten.eq.Scalar) == 0
+
+
+def test_a_freed_written_tensor_does_not_mark_its_address_written():
+    """The capture knows the written storages by address; a written temporary that is freed
+    leaves its address to a later tensor, which then read as written (T5's graph: a needless
+    eager-layout replay of ``bmm``'s view, which failed, and the graph got no plan). The written
+    storages are kept alive while the capture runs."""
+    from satfuse.engine.capture.functional import EagerRewrites, _storage_id
+
+    check = EagerRewrites()
+    with check:
+        t = torch.zeros(16)
+        t.add_(1)
+        del t
+        fresh = [torch.zeros(16) for _ in range(50)]
+        assert not [x for x in fresh if _storage_id(x) in check.written_any]

@@ -287,3 +287,19 @@ def test_backend_retrace_is_functionalizations(name, run, tracer, monkeypatch) -
     for g, gf, w in zip(got, got_fun, want):
         torch.testing.assert_close(g, w)
         torch.testing.assert_close(gf, w)
+
+
+def test_a_freed_tensor_leaves_no_count_at_its_address() -> None:
+    """The recorder counts the tensors made per storage, keyed by address; a freed storage's address
+    is reused, and a write to the fresh tensor there read as one to a shared storage (a needless
+    fallback to the functional path). The counted storages stay alive while it records."""
+    from satfuse.engine.capture.functional import _storage_id
+    from satfuse.engine.capture.record import _Recorder
+
+    graph = torch.fx.Graph()
+    rec = _Recorder(graph, torch.nn.Module(), {})
+    t = torch.zeros(16)
+    rec.track(t, graph.placeholder("t"))
+    del t
+    fresh = [torch.zeros(16) for _ in range(50)]
+    assert not [x for x in fresh if _storage_id(x) in rec.sharing]

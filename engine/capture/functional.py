@@ -802,7 +802,9 @@ class EagerRewrites(_OverlapCheck):
         self.repeated: set[int] = set()
         self.track_inputs(inputs)
         self.written: set[int] = set()  # the storages in ``inputs`` that the program wrote
-        self.written_any: set[int] = set()  # every storage the program wrote (inputs and its own tensors)
+        # every storage the program wrote (inputs and its own tensors), kept alive: a freed storage's
+        # address (its id here) is reused, and a fresh tensor there would read as written
+        self.written_any: dict[int, Any] = {}
         self.diverged = Diverged()  # views of written tensors whose layout is not eager's (layouts.py)
         #: in-place view ops on inputs, in program order: (input position, method, arguments)
         self.restrides: list[tuple[int, str, tuple]] = []
@@ -880,7 +882,7 @@ class EagerRewrites(_OverlapCheck):
             for a, v in _bound_arguments(func, args, kwargs):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
                     sid = _storage_id(v)
-                    self.written_any.add(sid)
+                    self.written_any[sid] = v.untyped_storage() if sid >= 0 else v
                     if sid in self.inputs:
                         self.written.add(sid)
                         for i, _ in self.inputs[sid]:  # a write after the input's own in-place view op

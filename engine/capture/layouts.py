@@ -49,10 +49,15 @@ def _outside_functionalization():
 
 
 def _same_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Strides provably equal wherever the extent exceeds 1. The comparisons are bookkeeping, not
+    the program's: outside make_fx's tracing (its symbolic-int dispatch would record them, and fails
+    on a replayed tensor's strides, which it never saw: ``4*s27**2 is not tracked``)."""
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-    return a.dim() == b.dim() and all(statically_known_true(n < 2) or statically_known_true(x == y)
-                                      for n, x, y in zip(a.shape, a.stride(), b.stride()))
+    with disable_proxy_modes_tracing():
+        return a.dim() == b.dim() and all(statically_known_true(n < 2) or statically_known_true(x == y)
+                                          for n, x, y in zip(a.shape, a.stride(), b.stride()))
 
 
 class Diverged:

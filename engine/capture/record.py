@@ -152,11 +152,15 @@ class _Recorder(TorchDispatchMode):
         #: the written tensors' current values, by the program's tensor (functionalization's wrappers)
         self.values: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
         self.sharing: dict[int, int] = {}  # tensors made per storage: a write needs its target alone there
+        self.storages: list[Any] = []  # those storages, alive: a freed one's address (its key) is reused
 
     def track(self, t: torch.Tensor, node: torch.fx.Node) -> None:
         self.nodes[t] = node
         sid = _storage_id(t)
-        self.sharing[sid] = self.sharing.get(sid, 0) + 1
+        n = self.sharing.get(sid, 0)
+        if not n and sid >= 0:
+            self.storages.append(t.untyped_storage())
+        self.sharing[sid] = n + 1
 
     def current(self, a: Any) -> Any:
         """What the program's tensors in ``a`` (a tensor, or lists of them) hold now: each its value
