@@ -1332,9 +1332,8 @@ def test_layout_bookkeeping_is_not_traced():
     bookkeeping: under make_fx's symbolic tracing it once went through the tracer's symbolic-int
     dispatch, which fails on the replay's strides (``4*s27**2 is not tracked``: T5's graph got no
     plan)."""
-    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing, make_fx
-
     from satfuse.engine.capture.layouts import _same_strides
+    from torch.fx.experimental.proxy_tensor import disable_proxy_modes_tracing, make_fx
 
     seen = []
 
