@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
+from torch.utils._sympy.functions import FloorDiv, Max, Min, PythonMod
 
 from .loader import HANDLES as HANDLE_OPS  # lang.egg's ``Ref`` and the loader's: names for classes, not terms
 from .schema import ANALYSES, LIST_NIL, PRIMITIVE_SORTS, RELATIONS
@@ -124,14 +125,14 @@ def dim_value(view: EGraphView, choice: dict[str, str], cid: str) -> Any:
         return sympy.Symbol(view.literal(n.children[0]), integer=True)
     a, b = (dim_value(view, choice, c) for c in n.children)
     sa, sb = sympy.sympify(a), sympy.sympify(b)
-    out = {
+    out = {  # spelled as capture spells them (ir.torch_spelling): the IR compares extents by structure
         "DAdd": lambda: sa + sb,
         "DSub": lambda: sa - sb,
         "DMul": lambda: sa * sb,
-        "DDiv": lambda: sympy.floor(sa / sb),
-        "DMod": lambda: sympy.Mod(sa, sb),
-        "DMin": lambda: sympy.Min(sa, sb),
-        "DMax": lambda: sympy.Max(sa, sb),
+        "DDiv": lambda: FloorDiv(sa, sb),
+        "DMod": lambda: PythonMod(sa, sb),
+        "DMin": lambda: Min(sa, sb),
+        "DMax": lambda: Max(sa, sb),
     }[n.op]()
     return int(out) if out.is_Integer else out
 

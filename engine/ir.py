@@ -57,11 +57,36 @@ def as_extent(e: Any) -> Extent:
     if isinstance(e, int):
         return e
     if isinstance(e, sympy.Expr):
-        e = sympy.simplify(e) if not e.is_Atom else e
+        e = torch_spelling(sympy.simplify(e)) if not e.is_Atom else e
         if e.is_Integer:
             return int(e)
         return e
     raise IRError(f"extent {e!r} is neither an int nor a symbolic expression")
+
+
+def torch_spelling(e: sympy.Expr) -> sympy.Expr:
+    """One spelling of integer division, modulo, min and max: the ShapeEnv's (torch's sympy
+    functions). The IR compares extents by structure, and ``FloorDiv(s1, 4)`` (a conv's output
+    size as captured) is not ``floor(s1/4)`` (the same size as sympy spells it: a slice's length,
+    or an extent decoded from the e-graph): a backward graph's ``mul`` of the two did not
+    broadcast."""
+    from torch.utils._sympy.functions import FloorDiv, Max, Min, PythonMod
+
+    def torch_form(x: sympy.Expr) -> sympy.Expr:
+        if isinstance(x, sympy.floor):
+            num, den = sympy.fraction(sympy.together(x.args[0]))
+            return FloorDiv(num, den) if den != 1 else x
+        if type(x) is sympy.Mod:
+            return PythonMod(*x.args)
+        if type(x) is sympy.Max:
+            return Max(*x.args)
+        if type(x) is sympy.Min:
+            return Min(*x.args)
+        return x
+
+    if not e.has(sympy.floor, sympy.Mod, sympy.Max, sympy.Min):
+        return e
+    return e.replace(lambda x: isinstance(x, (sympy.floor, sympy.Mod, sympy.Max, sympy.Min)), torch_form)
 
 
 def fmt_extent(e: Extent) -> str:
@@ -100,7 +125,7 @@ class TensorType:
 class ScalarType:
     """An int/float/bool scalar input or value. ``value`` is its symbol when symbolic."""
 
-    kind: str  # "int" | "float" | "bool"
+    kind: str  # "int" | "float" | "bool" | "none" (an output an opaque op leaves out: ``output_mask``)
     value: Any = None
 
     def __str__(self) -> str:

@@ -195,10 +195,10 @@ class _Emitter:
             nm = self.fresh("ext")
             a, b = (self.extent(x) for x in e.args)
             self.line(f"{nm} = fd.ops.div({a}, {b})")
-        elif isinstance(e, (sympy.Max, sympy.Min)) and len(e.args) == 2:
+        elif isinstance(e, (sympy.Max, sympy.Min, tsf.Max, tsf.Min)) and len(e.args) == 2:
             nm = self.fresh("ext")
             a, b = (self.extent(x) for x in e.args)
-            self.line(f"{nm} = fd.ops.{'maximum' if isinstance(e, sympy.Max) else 'minimum'}({a}, {b})")
+            self.line(f"{nm} = fd.ops.{'maximum' if isinstance(e, (sympy.Max, tsf.Max)) else 'minimum'}({a}, {b})")
         else:  # anything else is computed by the plan and passed in
             nm = self._extent_input(e)
         self.extents[e] = nm

@@ -539,3 +539,28 @@ def test_a_compound_extent_guarded_equal_to_its_own_symbol_is_spelled_as_it():
     for n in (2, 3, 4):
         c = torch.randn(n, n)
         assert torch.equal(g(c.clone()), f(c.clone()))
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_conv_backward_without_an_input_gradient(dynamic, compiled):
+    """A conv whose input needs no gradient (ViT's patch embedding): AOTAutograd's backward calls
+    ``convolution_backward`` with ``output_mask`` [False, True, True], and its first result is
+    None (once "unsupported input value None": the graph got no plan). Dynamic: the conv's
+    output extent is ``FloorDiv(s1, 4)`` as captured and ``floor(s1/4)`` as sympy spells it, which
+    the IR compares by structure (the backward once raised IRError out of ``.backward()``)."""
+    conv = torch.nn.Conv2d(3, 8, 4, stride=4)
+
+    def f(x):
+        return conv(x).relu().sum()
+
+    c = torch.compile(f, backend="satfuse", dynamic=dynamic)
+    for side in (16, 20):
+        x = torch.randn(2, 3, side, side)
+        conv.zero_grad()
+        c(x).backward()
+        got = [p.grad.clone() for p in conv.parameters()]
+        conv.zero_grad()
+        f(x).backward()
+        for g, p in zip(got, conv.parameters()):
+            torch.testing.assert_close(g, p.grad)
+    assert {g.kind for g in compiled} >= {"forward", "backward"}

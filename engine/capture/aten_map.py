@@ -12,7 +12,7 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, TensorType, Var, as_extent, dtype_name
+from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
 from ..vocab import BINARY, EAGER_STRIDES, UNARY, prod_extents
 from .eager_paths import eager_strides
 
@@ -73,7 +73,8 @@ class Builder:
         name = f"{tgt.namespace}.{tgt._opname}.{tgt._overloadname}" if hasattr(tgt, "_opname") else str(tgt)
         val = self.val
         if isinstance(val, (list, tuple)):
-            types = [self.c.type_of(v) for v in val]
+            # a backward op leaves out the gradients its ``output_mask`` does not ask for (None)
+            types = [ScalarType("none") if v is None else self.c.type_of(v) for v in val]
             return list(self.c.emit_multi(name, args, kwargs, types, self.n.name))
         if not isinstance(val, torch.Tensor):
             raise ValueError(f"opaque op {name} returns {type(val).__name__}, which satfuse cannot carry")
