@@ -22,6 +22,13 @@ class Unsupported:
 
 UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
+        "an op with ordered side effects in satfuse.optimize or satfuse.jit (torch.linalg.inv's error check, "
+        "an effectful custom op): torch.compile(backend=\"satfuse\") takes it",
+        r"an effect token",
+        "functionalization orders such ops by tokens that AOTAutograd's runtime threads through the graph; "
+        "satfuse's own capture has no runtime to thread them",
+    ),
+    Unsupported(
         "a value that depends on tensor data used as a Python number (narrow with a 0-d tensor start, .item())",
         r"\.item\(\)|which no input binds|data-dependent",
         "the IR binds every extent from input shapes and scalar arguments; a tensor's value is not known "

@@ -103,11 +103,11 @@ _reg("index_put", "index", ("T", "Ts", "T", "i"), kw=("accumulate",))
 # dst's value after ``dst.copy_(src)``: src cast to dst's dtype and broadcast to its shape
 _reg("copy_", "inplace", ("T", "T"), egg="Copy")
 
-OPAQUE_PREFIXES = ("aten.", "prims.")
-
-
 def is_opaque(op: str) -> bool:
-    return op.startswith(OPAQUE_PREFIXES)
+    """A torch op outside the vocabulary, named ``namespace.name.overload`` (aten, prims, and any
+    library's: ``torch_nn``'s chunked cross-entropy, a user's ``torch.library.custom_op``); the
+    vocabulary's names have no dot."""
+    return "." in op
 
 
 #: an opaque node's keyword that is not torch's: per positional argument, the strides of the
@@ -156,6 +156,8 @@ def resolve_opaque(op: str) -> Callable:
     """``aten.mm.default`` -> torch.ops.aten.mm.default, with a clear error."""
     ns, name, overload = (op.split(".") + ["default"])[:3]
     try:
+        if ns == "higher_order":  # no overloads
+            return getattr(torch.ops.higher_order, name)
         return getattr(getattr(getattr(torch.ops, ns), name), overload)
     except AttributeError:
         raise IRError(f"unknown torch op {op!r}") from None

@@ -401,7 +401,9 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                          for a, s in itertools.zip_longest(n.args, eager_layouts[:len(n.args)])]
                 parts += [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items() if k != EAGER_STRIDES]
                 target = f"[{defs[0]}]" if len(defs) == 1 and _returns_list(n.op) else ", ".join(defs)
-                call = f"{n.op}({', '.join(parts)})  # fallback: {step.reason}"
+                # aten and prims are globals of the plan; any other library's ops by their full path
+                callee = n.op if n.op.startswith(("aten.", "prims.")) else f"torch.ops.{n.op}"
+                call = f"{callee}({', '.join(parts)})  # fallback: {step.reason}"
                 lines.append(f"{target} = {call}" if defs else call)  # unbind of an empty dim returns nothing
             else:
                 parts = [r.value(a) for a in n.args]

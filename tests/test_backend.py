@@ -564,3 +564,81 @@ def test_conv_backward_without_an_input_gradient(dynamic, compiled):
         for g, p in zip(got, conv.parameters()):
             torch.testing.assert_close(g, p.grad)
     assert {g.kind for g in compiled} >= {"forward", "backward"}
+
+
+def test_custom_ops_of_other_libraries_run_as_fallbacks():
+    """Ops outside aten and prims (a user's ``torch.library.custom_op``; torch's own ``torch_nn``
+    chunked cross-entropy) are opaque calls like aten's (once a KeyError: only "aten." and
+    "prims." names were opaque); one that writes its arguments reaches capture as
+    ``auto_functionalized_v2`` (a functional call returning the new values), also opaque. Each
+    entry point gives eager's values, writes and gradients."""
+    lib = "satfuse_test_backend"
+
+    @torch.library.custom_op(f"{lib}::scale_add", mutates_args=())
+    def scale_add(x: torch.Tensor, y: torch.Tensor, a: float) -> torch.Tensor:
+        return x * a + y
+
+    @scale_add.register_fake
+    def _(x, y, a):
+        return torch.empty_like(x)
+
+    def setup(ctx, inputs, output):
+        ctx.a = inputs[2]
+
+    scale_add.register_autograd(lambda ctx, g: (g * ctx.a, g, None), setup_context=setup)
+
+    @torch.library.custom_op(f"{lib}::acc_", mutates_args=("buf",))
+    def acc_(buf: torch.Tensor, x: torch.Tensor) -> None:
+        buf.add_(x)
+
+    @acc_.register_fake
+    def _(buf, x):
+        return None
+
+    def f(x, y):
+        return scale_add(x.sin(), y, 2.0).cos()
+
+    def g(buf, x):
+        acc_(buf, x * 2)
+        return buf.sum()
+
+    x, y = torch.randn(4, 5), torch.randn(4, 5)
+    makers = [lambda fn, *a: satfuse.optimize(fn, *a), lambda fn, *a: satfuse.jit(fn, dynamic=True),
+              lambda fn, *a: torch.compile(fn, backend="satfuse")]
+    for make in makers:
+        torch.testing.assert_close(make(f, x, y)(x, y), f(x, y))
+        got_buf, want_buf = torch.ones(4, 5), torch.ones(4, 5)
+        torch.testing.assert_close(make(g, got_buf.clone(), x)(got_buf, x), g(want_buf, x))
+        assert torch.equal(got_buf, want_buf)
+    xr = x.clone().requires_grad_()
+    torch.compile(f, backend="satfuse")(xr, y).sum().backward()
+    got, xr.grad = xr.grad, None
+    f(xr, y).sum().backward()
+    torch.testing.assert_close(got, xr.grad)
+
+
+def test_effectful_ops_run_in_order_under_compile_and_are_refused_by_optimize():
+    """``torch.linalg.inv`` checks its input through an op with ordered side effects
+    (``with_effects`` and an effect token AOTAutograd threads through the graph): under
+    torch.compile the plan runs it as an opaque call (eager's values, gradients and error on a
+    singular matrix); satfuse's own capture has no runtime for the tokens, so optimize refuses it
+    as listed (once a KeyError from inside the converter)."""
+    from satfuse.engine import CaptureError
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(a):
+        return torch.linalg.inv(a) * 2
+
+    a = torch.randn(3, 3, dtype=torch.float64)
+    c = torch.compile(f, backend="satfuse")
+    torch.testing.assert_close(c(a), f(a))
+    with pytest.raises(torch.linalg.LinAlgError):
+        c(torch.zeros(3, 3, dtype=torch.float64))
+    ar = a.clone().requires_grad_()
+    c(ar).sum().backward()
+    got, ar.grad = ar.grad, None
+    f(ar).sum().backward()
+    torch.testing.assert_close(got, ar.grad)
+    with pytest.raises(CaptureError, match="effect token") as e:
+        satfuse.optimize(f, a)
+    assert refused_as_listed(e.value)

@@ -189,6 +189,25 @@ def test_eager_kernels_read_operands_laid_out_as_eagers():
     check_optimize(lambda t: torch.neg((t * 1)[:, ::2]).log1p(), z)
 
 
+def test_a_kernel_reading_a_copy_eager_made_reads_it_laid_out_as_the_copy():
+    """``F.embedding_bag`` makes its indices contiguous (a clone) before ``_embedding_bag``, whose
+    CPU kernel reads a strided index tensor's memory as if it were contiguous; capture keeps a
+    clone as its source's value, so the plan once handed the kernel the caller's strided indices
+    (grad report: 100 % of the bag sums wrong). The copy's layout is recorded as eager's, also for
+    a kernel with several results (whose layouts were not recorded at all)."""
+    w = torch.randn(10, 5, dtype=torch.float64)
+    idx = torch.tensor([5, 1, 6, 5, 6, 4, 2, 5, 5, 9])[::2]  # 5 twice, strided
+    off, psw = torch.tensor([0, 3]), torch.randn(5, dtype=torch.float64)
+
+    def f(w, psw, idx, off):
+        return F.embedding_bag(idx, w, offsets=off, mode="sum", per_sample_weights=psw)
+
+    check_optimize(f, w, psw, idx, off)
+    other = torch.tensor([3, 3, 0, 1, 2, 2, 8, 7, 9, 9, 4, 4])[::2]
+    check_jit(f, (w, psw, idx, off), (w, torch.randn(6, dtype=torch.float64), other, off))
+    check_compile(f, w, psw, idx, off)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_half_mean_and_variance_round_once(dtype):
     """Eager's f16/bf16 mean divides the float32 sum and rounds once, and var_mean computes in

@@ -70,17 +70,22 @@ class Builder:
     def opaque(self, tgt: Any) -> Any:
         args = tuple(self.c.value(a) for a in self.n.args)
         kwargs = {k: self.c.value(v) for k, v in self.n.kwargs.items()}
-        name = f"{tgt.namespace}.{tgt._opname}.{tgt._overloadname}" if hasattr(tgt, "_opname") else str(tgt)
+        if hasattr(tgt, "_opname"):
+            name = f"{tgt.namespace}.{tgt._opname}.{tgt._overloadname}"
+        elif isinstance(tgt, torch._ops.HigherOrderOperator):  # auto_functionalized_v2: a custom op that writes
+            name = f"higher_order.{tgt.name()}"
+        else:
+            raise ValueError(f"node {self.n.name}: {tgt!r} is not a torch op satfuse can call")
         val = self.val
+        layouts = eager_strides(self.n, self.c.sym)  # every result form: multi-output kernels read layouts too
+        if layouts:
+            kwargs[EAGER_STRIDES] = layouts
         if isinstance(val, (list, tuple)):
             # a backward op leaves out the gradients its ``output_mask`` does not ask for (None)
             types = [ScalarType("none") if v is None else self.c.type_of(v) for v in val]
             return list(self.c.emit_multi(name, args, kwargs, types, self.n.name))
         if not isinstance(val, torch.Tensor):
             raise ValueError(f"opaque op {name} returns {type(val).__name__}, which satfuse cannot carry")
-        layouts = eager_strides(self.n, self.c.sym)
-        if layouts:
-            kwargs[EAGER_STRIDES] = layouts
         return self.c.emit(name, args, self.n, kwargs=kwargs, hint=self.n.name, out_type=self.c.type_of(val))
 
     # The graph is functional (capture/functional.py), so a view, an alias and a clone are all

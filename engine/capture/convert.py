@@ -33,6 +33,10 @@ ITEM_REFUSAL = (".item() turns a tensor's value into a Python number while traci
                 "depend on data; satfuse plans cannot carry that. Keep the value a tensor (for torch.optim: "
                 "capturable=True), or pass it as a Python number argument.")
 
+TOKEN_REFUSAL = ("an effect token: the program calls an op with ordered side effects (with_effects: torch.linalg's "
+                 "error checks, a custom op registered as effectful), which satfuse.optimize and satfuse.jit "
+                 "cannot order; torch.compile(backend=\"satfuse\") can (AOTAutograd threads the tokens)")
+
 
 class Converter:
     """Converts one functional graph; ``symbols``/``hints`` map the ShapeEnv's symbols to ours."""
@@ -144,6 +148,8 @@ class Converter:
     def value(self, a: Any) -> Any:
         """fx argument -> IR argument: Vars, numbers, exprs, tuples."""
         if isinstance(a, torch.fx.Node):
+            if a not in self.env and a.op == "placeholder":
+                raise CaptureError(f"{a.name}: {TOKEN_REFUSAL}")
             a = self.env[a]
         if isinstance(a, (list, tuple)):
             return tuple(self.value(x) for x in a)

@@ -46,7 +46,29 @@ def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple
                 for n, st in reversed(list(zip(shape, strides))):
                     contiguous &= n == 1 or st == expect
                     expect *= n
-                if not contiguous and expanded_apart(shape, strides):
+                if (not contiguous or _copied(a)) and expanded_apart(shape, strides):
                     s = tuple(sym(e) for e in val.stride())
         out.append(s)
     return tuple(out) if any(s is not None for s in out) else ()
+
+
+#: copies capture keeps as their source's value (aten_map's ``fresh``): the layout they gave the
+#: kernel is gone from the plan
+_COPIES = {torch.ops.aten.clone.default, torch.ops.aten.contiguous.default, torch.ops.aten.lift_fresh_copy.default}
+_ALIASES = {torch.ops.aten.alias.default, torch.ops.aten.detach.default}
+
+
+def _copied(a: torch.fx.Node) -> bool:
+    """``a`` is a copy (through aliases) that capture erases: eager's kernel read the copy, laid
+    out as the copy was (``embedding_bag``'s composite makes its indices contiguous, and
+    ``_embedding_bag`` reads a strided index tensor's memory as if it were contiguous), while the
+    plan would hand it the source in the source's layout. Its strides are recorded even when
+    contiguous."""
+    while a.target in _ALIASES and a.args and isinstance(a.args[0], torch.fx.Node):
+        a = a.args[0]
+    if a.target is torch.ops.aten._to_copy.default:
+        src = a.args[0].meta.get("val") if a.args and isinstance(a.args[0], torch.fx.Node) else None
+        val = a.meta.get("val")
+        return isinstance(src, torch.Tensor) and isinstance(val, torch.Tensor) and (src.dtype, src.device) == (
+            val.dtype, val.device)
+    return a.target in _COPIES

@@ -1,0 +1,43 @@
+"""Gradients through ``torch.compile(backend="satfuse")`` on PyTorch's OpInfo samples (float64,
+``requires_grad=True``): every output and every input's gradient against eager, for the same
+output weights. AOTAutograd's backward graphs hold ops the forward corpus never shows
+(``convolution_backward`` with left-out results, ``embedding_bag``'s kernels, effect tokens of
+``torch.linalg``'s error checks). The quick slice runs here: the ops the full run
+(``python bench/grad_report.py``, 540 ops) found wrong or failing, and a few common ones."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("expecttest", reason="torch.testing._internal (the OpInfo database) needs expecttest")
+from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
+
+from bench import grad_report  # noqa: E402
+
+OPS = ["nn.functional.embedding_bag", "nn.functional.conv2d", "linalg.inv", "linalg.cholesky",
+       "nn.functional.linear_cross_entropy.chunked", "nn.functional.layer_norm", "nn.functional.max_pool2d",
+       "nn.functional.cross_entropy", "softmax", "index_put", "scatter_add", "cumsum"]
+SAMPLES = 3
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # the samples' own (options ignored, anomaly mode)
+
+
+def _op(name: str):
+    for o in op_db:
+        full = o.name + (f".{o.variant_test_name}" if o.variant_test_name else "")
+        if full == name or (o.name == name and not o.variant_test_name):
+            return o
+    raise LookupError(name)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_gradients_match_eager(name):
+    op = _op(name)
+    seen = 0
+    for i, sample in enumerate(op.sample_inputs("cpu", torch.float64, requires_grad=True)):
+        if i >= SAMPLES:
+            break
+        status, detail = grad_report.check(op, sample, dynamic=False)
+        assert status in ("ok", "skip"), f"{name} sample {i}: {status}: {detail}"
+        seen += status == "ok"
+    assert seen, f"{name}: no sample compared"
