@@ -113,6 +113,10 @@ class Jitted:
             key = (spec, tuple(_const_key(x) for x in leaves if not isinstance(x, _LEAF_TYPES)))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             return self._autograd(user_args, kwargs)
+        if any(isinstance(x, torch.Tensor) and _wrapped(x) for x in inputs):
+            # inside torch.vmap (a BatchedTensor has no storage to capture, copy or guard): the
+            # function runs as written, batched by functorch
+            return self.fn(*user_args, **kwargs)
         entry, env = self.cache.get(inputs, lambda: self._compile(args, kwargs, key, inputs), key)
         if entry is None or entry.plan is None:  # cache full with on_limit="eager", or an aliasing no plan serves
             return self._eagerly(args, kwargs, user_args)
@@ -314,3 +318,8 @@ class _CallableModule(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallableModule
+
+
+def _wrapped(t: torch.Tensor) -> bool:
+    """A functorch transform's tensor (``torch.vmap``'s BatchedTensor, ``torch.func``'s wrappers)."""
+    return torch._C._functorch.is_functorch_wrapped_tensor(t)

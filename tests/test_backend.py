@@ -642,3 +642,25 @@ def test_effectful_ops_run_in_order_under_compile_and_are_refused_by_optimize():
     with pytest.raises(CaptureError, match="effect token") as e:
         satfuse.optimize(f, a)
     assert refused_as_listed(e.value)
+
+
+def test_a_graph_that_computes_gradients_itself_keeps_them():
+    """``torch.func.grad`` inside a compiled function: Dynamo's graph holds functorch's own calls
+    (``_wrap_for_grad``, ``_autograd_grad``) and one result nothing reads, so satfuse re-traces it
+    itself; that re-trace once ran under ``no_grad``, which the transform's autograd call read:
+    the plan returned zeros for the gradient. The re-trace runs in the caller's grad mode."""
+    def loss(w, x):
+        return (x @ w).tanh().sum()
+
+    def g(w, x):
+        return torch.func.grad(loss)(w, x)
+
+    def h(w, x):
+        w = w.detach().requires_grad_()
+        with torch.enable_grad():
+            return torch.autograd.grad(loss(w, x), w)[0]
+
+    w, x = torch.randn(16, 8), torch.randn(4, 16)
+    for fn in (g, h):
+        torch._dynamo.reset()
+        torch.testing.assert_close(torch.compile(fn, backend="satfuse")(w, x), fn(w, x))

@@ -231,3 +231,19 @@ def test_ce_forward_matches_eager():
         x, y = torch.randn(n, 16, generator=g), torch.randint(0, 16, (n,), generator=g)
         assert torch.allclose(f(x, y), F.cross_entropy(x, y), atol=1e-6)
     assert f.cache.compiles == 1
+
+
+def test_jit_inside_vmap_and_grad_transforms():
+    """A jitted function under ``torch.vmap`` gets BatchedTensors, which have no storage to capture,
+    copy or guard: it runs as written, batched by functorch (once NotImplementedError from the
+    eager fallback's input copies). Under ``torch.func.grad`` it goes through the backend."""
+    x, w = torch.randn(4, 16), torch.randn(16, 8)
+
+    def f(a):
+        return a.softmax(0) * a.sum()
+
+    def loss(w):
+        return (x @ w).tanh().sum()
+
+    torch.testing.assert_close(torch.vmap(satfuse.jit(f))(x), torch.vmap(f)(x))
+    torch.testing.assert_close(torch.func.grad(satfuse.jit(loss))(w), torch.func.grad(loss)(w))

@@ -215,7 +215,7 @@ def capture_dynamo_graph(gm: torch.fx.GraphModule, example_inputs: list, meta_ke
         out = gm(*args)
         return list(out) if isinstance(out, (list, tuple)) else [out]
 
-    with TRACING, fake_mode, torch.no_grad(), track_evaluations(shape_env):
+    with TRACING, fake_mode, track_evaluations(shape_env):
         fg = recorded(flat_fn, fake_args)
         tracer = "recorder" if fg is not None else "functionalization"
         fg = fg or trace_functional(flat_fn, fake_args, decomposition_table())
