@@ -573,7 +573,7 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
 
     roots: set[int] = set()
     for k, o in enumerate(trace.outputs):
-        if not isinstance(o, Var):
+        if not isinstance(o, Var) or not isinstance(o.type, TensorType):  # a number is a value, never an alias
             continue
         a = aliases[k] if k < len(aliases) else None
         name = rets[k]

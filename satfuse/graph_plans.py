@@ -67,6 +67,7 @@ def compile_graph(engine: Any, options: Any, gm: Any, example_inputs: list, kind
     from satfuse.eager import eager_graph
     from satfuse.engine.capture.graph import capture_dynamo_graph, convert_aot_graph
     from satfuse.engine.gcpause import gc_paused
+    from satfuse.engine.session import RuleError
     from satfuse.lowering import GuardError
     from satfuse.lowering.aliasing import of_trace, runs_eagerly, written_positions
     from satfuse.startup import account
@@ -94,8 +95,17 @@ def compile_graph(engine: Any, options: Any, gm: Any, example_inputs: list, kind
             aliasing = of_trace(trace, dg.fake_args)
         if runs_eagerly(aliasing, written_positions(trace)):
             return eager_graph(gm)  # Dynamo's own graph runs eagerly where no plan may
-        c = engine.compile(trace, options=options, hints=dg.graph.hints, aliasing=aliasing,
-                           example_values=dg.fake_args, timings=dg.timings)
+        try:
+            c = engine.compile(trace, options=options, hints=dg.graph.hints, aliasing=aliasing,
+                               example_values=dg.fake_args, timings=dg.timings)
+        except RuleError:
+            raise  # the rules given (a pack's file:line): the user's to fix
+        except Exception as e:  # noqa: BLE001 - nothing has run yet: Dynamo's graph can run eagerly
+            # a graph the engine could not plan is satfuse's bug, not the program's: it must not
+            # fail the call (or a later ``.backward()``, for a backward graph) where eager works
+            _LOG.warning("satfuse backend: no plan for the %s graph (planning failed, a satfuse bug: %s: %s); it "
+                         "runs eagerly", kind, type(e).__name__, (str(e).strip().splitlines() or [""])[0][:300])
+            return eager_graph(gm)
         if c.lowered.unserved_views and kind == "inference":
             # eager returns views (of inputs, or of one tensor) whose geometry is symbolic: a plan
             # could return only copies, so Dynamo's graph (which returns the views) runs eagerly;

@@ -664,3 +664,33 @@ def test_a_graph_that_computes_gradients_itself_keeps_them():
     for fn in (g, h):
         torch._dynamo.reset()
         torch.testing.assert_close(torch.compile(fn, backend="satfuse")(w, x), fn(w, x))
+
+
+def test_a_graph_the_engine_cannot_plan_runs_eagerly(monkeypatch, caplog):
+    """Planning fails only by satfuse's fault (capture refuses what it cannot take): such a graph
+    runs eagerly with a warning naming the failure, never an error out of the call or out of a
+    later ``.backward()`` (a dynamic ``x.var()``'s backward once raised IRError there: its
+    ``2 / (N - 1)`` is a symbolic float the e-graph has no form for)."""
+    import logging
+
+    from satfuse.pipeline import Engine, default_engine
+
+    def boom(self, *a, **k):
+        raise RuntimeError("engine failure")
+
+    monkeypatch.setattr(Engine, "compile", boom)
+    assert isinstance(default_engine(), Engine)
+
+    def f(x):
+        return (x.sin() * 2).var()
+
+    x = torch.randn(5, 3, requires_grad=True)
+    with caplog.at_level(logging.WARNING, logger="satfuse"):
+        out = torch.compile(f, backend="satfuse")(x)
+        out.backward()
+    g, x.grad = x.grad, None
+    want = f(x)
+    want.backward()
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(g, x.grad)
+    assert any("planning failed, a satfuse bug: RuntimeError: engine failure" in r.getMessage() for r in caplog.records)
