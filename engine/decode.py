@@ -120,6 +120,8 @@ class Decoder:
             out = self.view.literal(n.children[0])
         elif op == "CDim":
             out = self.dim(n.children[0])
+        elif op == "CSymFloat":
+            out = self.enc.floats[self.view.literal(n.children[0])]
         elif op == "Proj":
             outs = self.opaque_call(n.children[0])
             out = outs[self.view.literal(n.children[1])]

@@ -32,7 +32,7 @@ from .schema import HANDLES as SCHEMA_HANDLES
 from .schema import rules_path
 from .sexp import parse_sexp, top_level_forms
 from .terms import Encoding, OpaqueCall, _floor_parts, _negative, opaque_template
-from .vocab import OPS, is_opaque
+from .vocab import OPS, is_opaque, is_symbolic_float
 
 #: column sorts of each vocabulary argument kind (operands and lists are handle ids)
 _KIND_SORT = {"T": "i64", "f": "i64", "i": "i64", "ints": "i64", "shape": "i64", "x": "i64", "dtype": "String",
@@ -140,6 +140,7 @@ class _Builder:
         self.dims: dict[Any, int] = {}
         self.lists: dict[tuple, int] = {}
         self.opaque: dict[str, OpaqueCall] = {}
+        self.floats: dict[str, Any] = {}  # CSymFloat keys -> their expressions (terms.Encoding.floats)
 
     # ---- handles
     def _new_ref(self) -> int:
@@ -159,7 +160,7 @@ class _Builder:
         elif isinstance(a, sympy.Expr):
             if a.is_Integer:
                 return self.operand(int(a))
-            key = ("d", a)
+            key = ("sf", a) if is_symbolic_float(a) else ("d", a)
         else:
             raise IRError(f"operand {a!r} has no e-graph form")
         k = self.lit.get(key)
@@ -171,6 +172,10 @@ class _Builder:
                 self.t.add("load-cint", k, a)
             elif key[0] == "f":
                 self.t.add("load-cfloat", k, _fmt_float(a))
+            elif key[0] == "sf":
+                name = f"f{len(self.floats)}"
+                self.floats[name] = a
+                self.t.add("load-csymfloat", k, name)
             else:
                 self.t.add("load-cdim", k, self.dim(a))
         return k
@@ -305,7 +310,7 @@ class _Builder:
         for j, v in enumerate(tr.effects):  # an output past the program's own: kept, then dropped
             roots.append(("Out", len(tr.outputs) + j, self.ref[id(v)]))
             self.t.add("load-out", len(tr.outputs) + j, self.ref[id(v)])
-        enc = Encoding([], self.ref, roots, self.opaque)
+        enc = Encoding([], self.ref, roots, self.opaque, self.floats)
         enc.tables = self.t
         return enc
 

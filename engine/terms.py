@@ -18,7 +18,7 @@ from typing import Any
 import sympy
 
 from .ir import IRError, Node, TensorType, Trace, Var
-from .vocab import OPS, is_opaque
+from .vocab import OPS, is_opaque, is_symbolic_float
 
 
 class Slot:
@@ -65,6 +65,7 @@ class Encoding:
     #: the program's roots, outputs first then write-backs: (constructor, literal, k) = (Out i (Ref k))
     roots: list[tuple[str, int | str, int]]
     opaque: dict[str, OpaqueCall] = field(default_factory=dict)
+    floats: dict[str, Any] = field(default_factory=dict)  # CSymFloat keys -> their expressions
     #: the same program as load-relation rows (engine/loader.py), when it is encoded that way
     tables: Any = None
 
@@ -160,6 +161,7 @@ class Encoder:
         self.cmds: list[str] = []
         self.ref: dict[int, int] = {}
         self.opaque: dict[str, OpaqueCall] = {}
+        self.floats: dict[str, Any] = {}
 
     def operand(self, a: Any) -> str:
         if isinstance(a, Var):
@@ -173,6 +175,10 @@ class Encoder:
         if isinstance(a, sympy.Expr):
             if a.is_Integer:
                 return f"(CInt {int(a)})"
+            if is_symbolic_float(a):
+                key = f"f{len(self.floats)}"
+                self.floats[key] = a
+                return f"(CSymFloat {egg_string(key)})"
             return f"(CDim {dim_term(a)})"
         raise IRError(f"operand {a!r} has no e-graph form")
 
@@ -231,7 +237,7 @@ class Encoder:
             roots.append(("Out", len(tr.outputs) + j, self.ref[id(v)]))
         for ctor, lit, k in roots:
             self.cmds.append(f"({ctor} {lit if isinstance(lit, int) else egg_string(lit)} (Ref {k}))")
-        return Encoding(self.cmds, self.ref, roots, self.opaque)
+        return Encoding(self.cmds, self.ref, roots, self.opaque, self.floats)
 
 
 def encode(trace: Trace) -> Encoding:

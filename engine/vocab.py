@@ -197,6 +197,13 @@ def meta_stand_in(a: Any) -> Any:
     return stand_in(a, "meta")
 
 
+def is_symbolic_float(a: Any) -> bool:
+    """A symbolic number that is not an int: ``2 / (N - 1)`` of var's backward under dynamic
+    shapes (torch's FloatTrueDiv, IntTrueDiv, ToFloat). The e-graph holds it as a leaf it never
+    rewrites (``CSymFloat``); the plan computes it from the input sizes."""
+    return isinstance(a, sympy.Expr) and not isinstance(a, sympy.Integer) and a.is_integer is not True
+
+
 def stand_in(a: Any, device: str) -> Any:
     """A stand-in for dtype inference: a one-element tensor of the same rank and dtype (ones:
     no division by zero), or a Python number for a scalar."""
@@ -207,7 +214,7 @@ def stand_in(a: Any, device: str) -> Any:
             return torch.empty(shape, dtype=dt, device="meta") if device == "meta" else torch.ones(shape, dtype=dt)
         return {"int": 1, "float": 1.0, "bool": True}[a.type.kind]
     if isinstance(a, sympy.Expr):
-        return 1
+        return 1.0 if is_symbolic_float(a) else 1
     return a
 
 
@@ -320,7 +327,7 @@ def _promotion_key(a: Any) -> Any:
     if isinstance(a, Var):
         return (a.type.dtype, a.type.rank == 0) if isinstance(a.type, TensorType) else a.type.kind
     if isinstance(a, sympy.Expr):
-        return "symint"
+        return "symfloat" if is_symbolic_float(a) else "symint"
     return (type(a).__name__, a)
 
 

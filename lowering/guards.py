@@ -60,6 +60,17 @@ class Unprintable(ValueError):
     pass
 
 
+def true_div(a: float, b: float) -> float:
+    """``a / b`` in IEEE doubles, as torch's symbolic floats compute it (C++): a zero divisor gives
+    inf or nan where Python raises ZeroDivisionError."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
 def pyexpr(e: Any, names: dict[sympy.Symbol, str]) -> str:
     """A sympy int/bool expression as Python source, symbols spelled by ``names``."""
     return _P(names).p(e)
@@ -131,7 +142,7 @@ class _P:
         if isinstance(e, (tsf.FloatPow, tsf.PowByNatural)):
             return f"{self.atom(e.args[0])} ** {self.atom(e.args[1])}"
         if isinstance(e, (tsf.FloatTrueDiv, tsf.IntTrueDiv)):
-            return f"({self.atom(e.args[0])} / {self.tight(e.args[1])})"
+            return f"true_div({self.p(e.args[0])}, {self.p(e.args[1])})"
         if isinstance(e, tsf.ToFloat):
             return f"float({self.p(e.args[0])})"
         if isinstance(e, (tsf.TruncToInt, tsf.TruncToFloat)):
@@ -233,7 +244,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     shown: dict[sympy.Symbol, str] = {}  # symbol -> readable origin ("a.shape[2]", "dim0")
     # one namespace for every name of the generated function, its globals first: an input called
     # ``Tensor``, ``dt_f32`` or ``x_shape`` (beside ``x``) gets a local name of its own
-    ns = Namespace(("inputs", "fail", "Tensor", "torch", "math", "_alias_pattern", "_expected_aliasing"))
+    ns = Namespace(("inputs", "fail", "Tensor", "torch", "math", "true_div", "_alias_pattern", "_expected_aliasing"))
     py = [ns.name(v.name) for v in ins]  # each input's local name
     checks: list[Check] = []
     groups: list[list[Check]] = [[Check("", f"expected {len(ins)} inputs ({', '.join(v.name for v in ins)})", ())]]
@@ -276,7 +287,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     body.append(f"    if len(inputs) != {n}:")
     body.append("        fail(0, locals())")
     body.append(f"    {', '.join(py)}{',' if n == 1 else ''} = inputs" if n else "    pass")
-    glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch, "math": math}
+    glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch, "math": math, "true_div": true_div}
     for i, v in enumerate(ins):
         t, x = v.type, py[i]
         if isinstance(t, TensorType):

@@ -342,7 +342,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     # one namespace for the program (the prologue has its own, guards.py): globals first, then
     # the names write-backs chose for clones, then Vars (theirs where free) and symbols
     glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "laid_out", "inputs",
-                  "env", "math",
+                  "env", "math", "true_div",
                   "__name__"} | {s.name for s in segments} | set(prologue.glob) | {
                       c.error.__name__ for st in wb.steps if isinstance(st, CheckStep) for c in st.checks}
     ns = Namespace(glob_names | {st.name for st in wb.steps if isinstance(st, Clone)})

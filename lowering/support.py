@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from satfuse.engine.ir import Node, TensorType, Var
-from satfuse.engine.vocab import BINARY, OPS, REDUCTIONS, UNARY, is_opaque
+from satfuse.engine.vocab import BINARY, OPS, REDUCTIONS, UNARY, is_opaque, is_symbolic_float
 
 NOTES = "notes/nvfuser.md"
 OPS_CPP = "NVIDIA/Fuser python/python_direct/ops.cpp"
@@ -199,6 +199,8 @@ def fallback_reason(node: Node) -> str | None:
         if t.dtype not in NVF_DTYPES:
             return f"dtype {t.dtype} has no nvFuser DataType"
     args = node.args
+    if any(is_symbolic_float(a) for a in args):
+        return "a symbolic float operand (computed from the sizes by the plan)"
     if op == "slice":
         if any(s != 1 for s in args[3]):
             return "slice strides must be 1 (ops.cpp)"

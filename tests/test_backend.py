@@ -3,6 +3,7 @@ through AOTAutograd, guards that become Dynamo guards."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 import textwrap
@@ -694,3 +695,31 @@ def test_a_graph_the_engine_cannot_plan_runs_eagerly(monkeypatch, caplog):
     torch.testing.assert_close(out, want)
     torch.testing.assert_close(g, x.grad)
     assert any("planning failed, a satfuse bug: RuntimeError: engine failure" in r.getMessage() for r in caplog.records)
+
+
+def test_a_symbolic_float_operand_gets_a_plan(compiled, caplog):
+    """``x.var(0)``'s backward under dynamic shapes multiplies by ``2 / (N - 1)``, a symbolic float
+    (torch's FloatTrueDiv): the e-graph holds it as a leaf no rule reads (``CSymFloat``) and the
+    plan computes it from the sizes, dividing as C++ doubles do (a zero divisor gives inf, not
+    ZeroDivisionError). Once "has no e-graph form": the backward graph had no plan."""
+    import logging
+
+    from satfuse.lowering.guards import true_div
+
+    def f(x):
+        return (x.sin() * 2).var(0).sum()
+
+    c = torch.compile(f, backend="satfuse", dynamic=True)
+    with caplog.at_level(logging.WARNING, logger="satfuse"):
+        for n in (5, 7):
+            x = torch.randn(n, 3, requires_grad=True)
+            out = c(x)
+            out.backward()
+            g, x.grad = x.grad, None
+            want = f(x)
+            want.backward()
+            torch.testing.assert_close(out, want)
+            torch.testing.assert_close(g, x.grad)
+    assert not [r for r in caplog.records if "no plan" in r.getMessage()]
+    assert "backward" in {g.kind for g in compiled}
+    assert true_div(1.0, 0.0) == math.inf and true_div(-2.0, -0.0) == math.inf and math.isnan(true_div(0.0, 0.0))
