@@ -975,14 +975,12 @@ def evaluate(src: str, mode: str) -> dict[str, str]:
             plan = torch.compile(f, backend="satfuse")
     except Exception as e:  # noqa: BLE001
         return res("crash", type(e).__name__, f"{type(e).__name__}: {_first(e)}{_where(e)}")
-    bugs = _PlanningFailures()
-    logging.getLogger("satfuse").addHandler(bugs)
-    try:
+    from bench.warnings_seen import Seen
+
+    with Seen("a satfuse bug") as bugs:  # a graph satfuse failed to plan ran eagerly: right values, a crash
         out = _calls(f, inputs, calls, plan, mode)
-    finally:
-        logging.getLogger("satfuse").removeHandler(bugs)
-    if bugs.failed and out["status"] == "equal":  # eager ran the graph: right, but a plan failed to build
-        return res("crash", "planning", bugs.failed[0])
+    if bugs.messages and out["status"] == "equal":
+        return res("crash", "planning", bugs.messages[0])
     if mode == "compile" and out["sig"] == "dynamo-own":
         return {**out, "status": "dynamo", "detail": "raised by Dynamo outside satfuse: " + out["detail"]}
     if mode == "compile" and out["status"] in ("wrong", "crash"):
@@ -994,20 +992,6 @@ def evaluate(src: str, mode: str) -> dict[str, str]:
                 ref["status"] == out["status"] and _divergence(ref["detail"]) == _divergence(out["detail"])):
             return {**out, "status": "dynamo", "detail": "backend='eager' differs the same way: " + out["detail"]}
     return out
-
-
-class _PlanningFailures(logging.Handler):
-    """The backend's warnings that planning a graph failed (a satfuse bug; the graph ran eagerly,
-    so the values are eager's): the fuzzer counts the program as a crash."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.failed: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        if "a satfuse bug" in msg:
-            self.failed.append(msg)
 
 
 def _divergence(detail: str) -> str:
@@ -1041,7 +1025,6 @@ def _calls(f: Callable, inputs: Callable, calls: list, plan: Callable, mode: str
 
 def quiet() -> None:
     """No warnings or torch error logs from programs that fail on purpose."""
-    import logging
     import warnings
 
     warnings.filterwarnings("ignore")

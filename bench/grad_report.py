@@ -39,21 +39,9 @@ import torch  # noqa: E402
 import torch.utils._pytree as pytree  # noqa: E402
 
 from bench.progress import progress  # noqa: E402
+from bench.warnings_seen import Seen  # noqa: E402
 
 TOL = dict(rtol=1e-6, atol=1e-7)
-
-
-class _NoPlan(logging.Handler):
-    """The backend's warnings that a graph runs eagerly (satfuse.graph_plans.refused_graph)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.reasons: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        msg = record.getMessage()
-        if "no plan for" in msg:
-            self.reasons.append(msg.split("graph (", 1)[-1][:160])
 
 
 class _Timeout(Exception):
@@ -160,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     want = set(filter(None, a.ops.split(",")))
     ops = [o for o in op_db if o.supports_autograd and torch.float64 in o.supported_dtypes("cpu")
            and (not want or o.name in want or f"{o.name}.{o.variant_test_name}" in want)]
-    nop = _NoPlan()
-    logging.getLogger("satfuse").addHandler(nop)
+    nop = Seen("no plan for").__enter__()  # attached for the whole run
     logging.getLogger("satfuse").propagate = False
     signal.signal(signal.SIGALRM, _alarm)
     counts: dict[str, int] = {}
@@ -170,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for op in progress(ops, "bench/grad_report.py"):
         name = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
         status, detail, first_no_plan = "skip", "no sample", ""
-        before = len(nop.reasons)
+        before = len(nop.messages)
         signal.alarm(a.timeout)
         try:
             for i, s in enumerate(op.sample_inputs("cpu", torch.float64, requires_grad=True)):
@@ -189,9 +176,9 @@ def main(argv: list[str] | None = None) -> int:
             status, detail = "skip", f"samples: {type(e).__name__}"
         finally:
             signal.alarm(0)
-        plans_refused = len(nop.reasons) - before
+        plans_refused = len(nop.messages) - before
         if plans_refused:
-            first_no_plan = f"{plans_refused}: {nop.reasons[before]}"
+            first_no_plan = f"{plans_refused}: {nop.messages[before].split('graph (', 1)[-1][:160]}"
         counts[status] = counts.get(status, 0) + 1
         counts["no plan"] = counts.get("no plan", 0) + bool(plans_refused)
         rows.append((name, status, detail, first_no_plan))

@@ -685,15 +685,8 @@ def test_a_graph_the_engine_cannot_plan_runs_eagerly(monkeypatch, caplog):
     def f(x):
         return (x.sin() * 2).var()
 
-    x = torch.randn(5, 3, requires_grad=True)
     with caplog.at_level(logging.WARNING, logger="satfuse"):
-        out = torch.compile(f, backend="satfuse")(x)
-        out.backward()
-    g, x.grad = x.grad, None
-    want = f(x)
-    want.backward()
-    torch.testing.assert_close(out, want)
-    torch.testing.assert_close(g, x.grad)
+        _value_and_gradient_like_eager(torch.compile(f, backend="satfuse"), f, torch.randn(5, 3))
     assert any("planning failed, a satfuse bug: RuntimeError: engine failure" in r.getMessage() for r in caplog.records)
 
 
@@ -712,14 +705,19 @@ def test_a_symbolic_float_operand_gets_a_plan(compiled, caplog):
     c = torch.compile(f, backend="satfuse", dynamic=True)
     with caplog.at_level(logging.WARNING, logger="satfuse"):
         for n in (5, 7):
-            x = torch.randn(n, 3, requires_grad=True)
-            out = c(x)
-            out.backward()
-            g, x.grad = x.grad, None
-            want = f(x)
-            want.backward()
-            torch.testing.assert_close(out, want)
-            torch.testing.assert_close(g, x.grad)
+            _value_and_gradient_like_eager(c, f, torch.randn(n, 3))
     assert not [r for r in caplog.records if "no plan" in r.getMessage()]
     assert "backward" in {g.kind for g in compiled}
     assert true_div(1.0, 0.0) == math.inf and true_div(-2.0, -0.0) == math.inf and math.isnan(true_div(0.0, 0.0))
+
+
+def _value_and_gradient_like_eager(compiled_f, f, x):
+    """``compiled_f(x)`` and its gradient against eager's ``f(x)`` (a scalar result)."""
+    x = x.detach().requires_grad_()
+    out = compiled_f(x)
+    out.backward()
+    g, x.grad = x.grad, None
+    want = f(x)
+    want.backward()
+    torch.testing.assert_close(out, want)
+    torch.testing.assert_close(g, x.grad)

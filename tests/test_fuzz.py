@@ -174,3 +174,18 @@ def test_same_exception_from_dynamos_graph_and_the_backends_eager_run_is_one_div
     theirs = "dynamo-own: " + msg.format("[<eval_with_key>.1:7]")
     assert fuzz._divergence(ours) == fuzz._divergence(theirs)
     assert fuzz._divergence(ours) != fuzz._divergence(theirs.replace("IndexError", "ValueError"))
+
+
+def test_a_graph_satfuse_failed_to_plan_is_a_crash(monkeypatch) -> None:
+    """The backend runs a graph it fails to plan eagerly (right values, a warning naming a satfuse
+    bug): the fuzzer counts that program as a crash, not as equal."""
+    from satfuse.pipeline import Engine
+
+    def boom(self, *a, **k):
+        raise RuntimeError("engine failure")
+
+    monkeypatch.setattr(Engine, "compile", boom)
+    prog = fuzz.Program([fuzz.Input("a", ["a = mk((D0,), torch.float32, 1 + v)"])],
+                        [fuzz.Stmt("t0 = a.sin() + 1", ("t0",))], ["t0"], {"D0": 2}, {"D0": 3})
+    res = fuzz.evaluate(prog.module_source(), "compile")
+    assert (res["status"], res["sig"]) == ("crash", "planning"), res
