@@ -179,7 +179,9 @@ class Converter:
             mark = len(self.trace.nodes)
             try:
                 return conv(b, *args, **kwargs)
-            except NotInVocab:  # run the aten op itself instead
+            except (NotInVocab, TypeError):  # run the aten op itself instead
+                # TypeError: an argument form the converter does not take (a graph's int input,
+                # a Var, as slice_scatter's step, where it computes with a number)
                 del self.trace.nodes[mark:]
         return b.opaque(tgt)
 
