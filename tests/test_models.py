@@ -253,3 +253,15 @@ def test_optimize_padded_batch_and_functional_call(hf, name, attn, mode):
     fplan = satfuse.optimize(floss, params, *vals)
     with torch.no_grad():
         torch.testing.assert_close(fplan(params, *vals), floss(params, *vals), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.models
+def test_vit_trains_like_eager(hf):
+    """ViT (a conv patch embedding whose input needs no gradient: ``convolution_backward`` leaves
+    that result out, once "unsupported input value None" and no backward plan) trains like its
+    eager twin; ``python bench/models.py --models llama,t5,vit`` runs Llama and T5 too."""
+    with hf.PlanTally() as tally:
+        r = hf.train_step_pair("vit", "sdpa")
+    assert r.ok, r.mismatches
+    plans = tally.summary()["plans"]
+    assert plans.get("backward") == plans.get("forward") > 0, plans  # every backward graph has a plan
