@@ -9,6 +9,7 @@ requires grad, for the same random output weights (``torch.autograd.grad`` with 
     python bench/grad_report.py                      # every op, 2 samples each
     python bench/grad_report.py --ops add,nn.functional.conv2d --samples 4
     python bench/grad_report.py --dynamic            # symbolic shapes (dynamic=True)
+    python bench/grad_report.py --dtype complex128   # complex autograd
 
 Per op the table says ``ok``, ``differs`` (the first difference), ``raises`` (the compiled call
 raised where eager did not: the exception), or ``skip`` (eager itself raised, or nothing
@@ -144,9 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--samples", type=int, default=2, help="samples per op")
     ap.add_argument("--dynamic", action="store_true", help="compile with dynamic=True")
     ap.add_argument("--timeout", type=int, default=120, help="seconds per op")
+    ap.add_argument("--dtype", choices=("float64", "complex128"), default="float64",
+                    help="the samples' dtype (the ops whose backward OpInfo says supports it)")
     a = ap.parse_args(argv)
+    dtype = getattr(torch, a.dtype)
     want = set(filter(None, a.ops.split(",")))
-    ops = [o for o in op_db if o.supports_autograd and torch.float64 in o.supported_dtypes("cpu")
+    ops = [o for o in op_db if o.supports_autograd and dtype in o.supported_backward_dtypes("cpu")
            and (not want or o.name in want or f"{o.name}.{o.variant_test_name}" in want)]
     nop = Seen("no plan for").__enter__()  # attached for the whole run
     logging.getLogger("satfuse").propagate = False
@@ -160,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         before = len(nop.messages)
         signal.alarm(a.timeout)
         try:
-            for i, s in enumerate(op.sample_inputs("cpu", torch.float64, requires_grad=True)):
+            for i, s in enumerate(op.sample_inputs("cpu", dtype, requires_grad=True)):
                 if i >= a.samples:
                     break
                 st, det = check(op, s, a.dynamic)
@@ -185,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if status in ("differs", "raises") or plans_refused:
             print(f"{name:40s} {status:8s} {detail[:150]}  {('[no plan ' + first_no_plan + ']') if first_no_plan else ''}",
                   flush=True)
-    print(f"\n{len(ops)} ops ({'dynamic' if a.dynamic else 'static'} shapes, {a.samples} samples each, "
+    print(f"\n{len(ops)} ops ({a.dtype}, {'dynamic' if a.dynamic else 'static'} shapes, {a.samples} samples each, "
           f"{time.perf_counter() - t0:.0f} s): " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())))
     return 1 if counts.get("differs") or counts.get("raises") else 0
 

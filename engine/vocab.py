@@ -152,6 +152,19 @@ def laid_out(x: Any, strides: tuple[int, ...] | None) -> Any:
     return out.expand(x.shape)
 
 
+def dtype_view(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``x``'s memory read as ``dtype``, to take eager's view of it with ``as_strided`` (offsets and
+    strides in ``dtype``'s elements): a returned ``view_as_real``/``view_as_complex``/
+    ``view(dtype)`` of an input is a view in another dtype than the input's."""
+    if x.dtype == dtype:
+        return x
+    if x.is_complex() and dtype == x.real.dtype:
+        return torch.view_as_real(x)
+    if x.element_size() == torch.empty((), dtype=dtype).element_size():
+        return x.view(dtype)
+    return torch.empty((0,), dtype=dtype, device=x.device).set_(x.untyped_storage())
+
+
 def resolve_opaque(op: str) -> Callable:
     """``aten.mm.default`` -> torch.ops.aten.mm.default, with a clear error."""
     ns, name, overload = (op.split(".") + ["default"])[:3]

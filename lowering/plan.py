@@ -35,9 +35,9 @@ from typing import Any, Callable, Sequence
 import sympy
 import torch
 from satfuse.engine import log
-from satfuse.engine.ir import IRError, Namespace, Node, TensorType, Trace, Var, flat_args
+from satfuse.engine.ir import DTYPES, IRError, Namespace, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
-from satfuse.engine.vocab import EAGER_STRIDES, IMPLS, INPLACE, is_opaque, laid_out, resolve_opaque
+from satfuse.engine.vocab import EAGER_STRIDES, IMPLS, INPLACE, dtype_view, is_opaque, laid_out, resolve_opaque
 
 from . import frontend_ref, nvfuser_probe
 from .aliasing import Pattern
@@ -341,7 +341,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
 
     # one namespace for the program (the prologue has its own, guards.py): globals first, then
     # the names write-backs chose for clones, then Vars (theirs where free) and symbols
-    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "laid_out", "inputs",
+    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "laid_out", "dtype_view", "inputs",
                   "env", "math", "true_div",
                   "__name__"} | {s.name for s in segments} | set(prologue.glob) | {
                       c.error.__name__ for st in wb.steps if isinstance(st, CheckStep) for c in st.checks}
@@ -518,6 +518,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     glob.update(prologue.glob)
     glob.update({"fusion": fusion, "DataType": fe.DataType, "torch": torch,
                  "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "inplace": IN_PLACE, "laid_out": laid_out,
+                 "dtype_view": dtype_view,
                  "__name__": "satfuse_plan"})
     glob.update(consts)
     for k, err in glob_errors.items():
@@ -613,7 +614,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
                 geo = [pyexpr(sympy.sympify(e), sym_local or {}) for e in (*a.size, *a.stride, a.storage_offset)]
                 n = len(a.size)
                 size, stride = (f"({', '.join(g)}{',' if len(g) == 1 else ''})" for g in (geo[:n], geo[n:2 * n]))
-                lines.append(f"{view} = {x}.as_strided({size}, {stride}, {geo[-1]})"
+                base = x if o.type.dtype == src.type.dtype else f"dtype_view({x}, {DTYPES[o.type.dtype]})"
+                lines.append(f"{view} = {base}.as_strided({size}, {stride}, {geo[-1]})"
                              f"  # eager returns this view of {x} (its layout is guarded)")
                 if used_syms is not None:
                     used_syms |= {s for e in (*a.size, *a.stride, a.storage_offset)
@@ -643,6 +645,8 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
     members = [k for k, a in enumerate(aliases) if a is not None and a.kind == "shared" and a.index == lead]
     if not all(isinstance(outputs[k], Var) for k in members):
         return []
+    if len({outputs[k].type.dtype for k in members}) > 1:
+        return _shared_buffer_in_bytes(lead, members, aliases, outputs, rets, taken)
     low = min(aliases[k].storage_offset for k in members)
     span = 1
     for k in members:
@@ -682,6 +686,35 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
             continue
         rets[k] = view
     for view, k in later:
+        rets[k] = view
+    return lines
+
+
+def _shared_buffer_in_bytes(lead: int, members: list[int], aliases: list[Any], outputs: list[Any], rets: list[str],
+                            taken: set[str]) -> list[str]:
+    """:func:`_shared_buffer` for members of several dtypes (``y, torch.view_as_real(y)``): the
+    buffer is laid out in bytes, each member a view of it read in its own dtype
+    (``vocab.dtype_view``). Capture groups such members only where none holds an element twice,
+    so each is written once with its value."""
+    size = {k: DTYPES[outputs[k].type.dtype].itemsize for k in members}
+    full = [k for k in members if all(n > 0 for n in aliases[k].size)]
+    low = min((_extent(aliases[k])[0] * size[k] for k in full), default=0)
+    span = max([size[lead]] + [(_extent(aliases[k])[1] + 1) * size[k] - low for k in full])
+    buf = rets[lead] + "_shared"
+    while buf in taken:
+        buf += "_"
+    taken.add(buf)
+    lines = [f"{buf} = torch.empty(({-(-span // size[lead])},), dtype={rets[lead]}.dtype, device={rets[lead]}.device)"
+             "  # eager's outputs here are views of one tensor (read in several dtypes)"]
+    for k in members:
+        a, view = aliases[k], f"{buf}_{k}"
+        dt = outputs[k].type.dtype
+        base = buf if dt == outputs[lead].type.dtype else f"dtype_view({buf}, {DTYPES[dt]})"
+        taken.add(view)
+        lines.append(f"{view} = {base}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, "
+                     f"{(a.storage_offset * size[k] - low) // size[k]})")
+        one = "".join(f".narrow({d}, 0, 1)" for d, (n, st) in enumerate(zip(a.size, a.stride)) if st == 0 and n > 1)
+        lines.append(f"{view}{one}.copy_({rets[k]}{one})")
         rets[k] = view
     return lines
 

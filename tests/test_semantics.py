@@ -1198,3 +1198,44 @@ def test_clamp_of_integers_with_a_float_bound_computes_in_the_result_dtype():
     for lo, hi in ((2**31, 0.5), (-3, 2.5), (None, -0.5)):
         check_optimize(lambda x: torch.clamp(x, lo, hi), b)
     check_jit(lambda x: torch.clamp(x, 2**31, 0.5), (b,), (b[:0],))
+
+
+def test_views_in_another_dtype_keep_their_dtype_and_memory():
+    """``x.view(torch.int32)`` (a bitcast) once converted as ``x`` itself: the plan returned the
+    float values as float (a wrong dtype and wrong values); a returned view of an input in
+    another dtype (``view_as_real``, ``view_as_complex``) was rebuilt with ``as_strided`` on the
+    input's own dtype (raised "setStorage ... out of bounds", or read floats as complex). The
+    bitcast runs as eager's op; the returned view is taken of the input's memory read in the
+    output's dtype (``vocab.dtype_view``)."""
+    x, z, p = torch.randn(3, 4), torch.randn(3, 4, dtype=torch.complex64), torch.randn(3, 4, 2)
+    fns = [(lambda t: t.view(torch.int32)[1:], x), (lambda t: (t.view(torch.int32) & 0xFFFF) + 1, x),
+           (lambda t: t.view(torch.float16) * 2, x), (lambda t: torch.view_as_real(t)[..., 0], z),
+           (torch.view_as_real, z), (torch.view_as_complex, p)]
+    for fn, a in fns:
+        check_optimize(fn, a)
+        check_jit(fn, (a,))
+        check_compile(fn, a)
+
+
+def test_outputs_viewing_one_intermediate_in_several_dtypes_share_it():
+    """``y, torch.view_as_real(y)`` are one memory in eager; outputs of several dtypes once came
+    back as separate tensors (capture grouped one dtype only). The plan lays their buffer out in
+    bytes and returns each as a view of it in its own dtype."""
+    z, x = torch.randn(3, 4, dtype=torch.complex64), torch.randn(3, 4)
+
+    def two(t):
+        y = t * 2
+        return y, torch.view_as_real(y)
+
+    def three(t):
+        y = t * 2
+        return torch.view_as_real(y)[..., 1], y[1:], y.view(torch.float32)
+
+    def bits(t):
+        y = t + 1
+        return y, y.view(torch.int32), y.view(torch.complex64)
+
+    for fn, a in ((two, z), (three, z), (bits, x)):
+        check_optimize(fn, a)
+        check_jit(fn, (a,), (torch.randn(5, 6, dtype=a.dtype),))
+        check_compile(fn, a)

@@ -626,6 +626,10 @@ def _unsqueeze(b: Builder, x: Any, dim: int) -> Any:
 
 @reg(aten.view, aten._unsafe_view, aten.reshape, aten.view.default)
 def _view(b: Builder, x: Any, shape: Any) -> Any:
+    if isinstance(shape, torch.dtype):  # view.dtype: the same memory read as another dtype (a bitcast)
+        if b.out_type is not None and b.out_type.dtype == x.type.dtype:
+            return b.view(x)
+        raise NotInVocab("view as another dtype")
     out = b.out_type.shape
     if tuple(out) == tuple(x.type.shape):
         return b.view(x) if b.n.target._overloadpacket is not aten._unsafe_view else b.fresh(x)

@@ -349,7 +349,9 @@ def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None
     of an unreturned ``t``) share memory in eager: each gets ``AliasInfo("shared", first member,
     geometry)`` so the plan returns them as views of one buffer. Read from the functional
     tensors' storage (AOTAutograd's metadata calls an alias of an intermediate ``non_alias`` when
-    nothing requires grad). One dtype per group (otherwise the outputs stay fresh tensors); symbolic
+    nothing requires grad). Members of several dtypes (``y, torch.view_as_real(y)``) are grouped
+    where none holds an element twice and their strides are concrete (otherwise they stay fresh
+    tensors); symbolic
     geometry is recorded too (``Plan.unserved_views``: jit specialises, the backend runs eagerly).
     A member whose windows overlap (``t.unfold(0, 2, 1)`` beside ``t``) is recorded as well: the
     plan serves it where another member covers its memory (``plan._shared_buffer``)."""
@@ -358,8 +360,7 @@ def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None
         if isinstance(o, torch.Tensor) and aliases[k] is None:
             groups.setdefault(_storage_id(o), []).append(k)
     for members in groups.values():
-        if len(members) < 2 or len(
-                {outs[k].dtype for k in members}) != 1:
+        if len(members) < 2 or (len({outs[k].dtype for k in members}) > 1 and not _bytewise(outs, members)):
             continue
         for k in members:  # symbolic geometry is kept as it is: a plan that cannot rebuild it says so
             o = outs[k]
@@ -367,6 +368,26 @@ def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None
             aliases[k] = AliasInfo("shared", members[0], tuple(o.size() if size is None else size),
                                    tuple(o.stride() if stride is None else stride),
                                    o.storage_offset() if off is None else off[0])
+
+
+def _bytewise(outs: Sequence[Any], members: list[int]) -> bool:
+    """Members of several dtypes the plan can lay out in bytes (``plan._shared_buffer_in_bytes``):
+    none holding an element twice (each is written once), and each one's offset from the lowest
+    byte any of them addresses a multiple of its own element size. Symbolic geometry is grouped
+    as it is (the plan cannot rebuild it and says so: jit specialises, the backend runs eagerly)."""
+    if any(_holds_an_element_twice(outs[k]) for k in members):
+        return False
+    geo = [(_concrete(outs[k].size()), _concrete(outs[k].stride()), _concrete([outs[k].storage_offset()]))
+           for k in members]
+    if any(g is None for gs in geo for g in gs):
+        return True
+    los = []
+    for (size, stride, (off,)), k in zip(geo, members):
+        if all(n > 0 for n in size):
+            los.append((off + sum((n - 1) * st for n, st in zip(size, stride) if st < 0)) * outs[k].element_size())
+    low = min(los, default=0)
+    return all((off * outs[k].element_size() - low) % outs[k].element_size() == 0
+               for (_, _, (off,)), k in zip(geo, members))
 
 
 class MetadataMutationError(RuntimeError):
