@@ -130,6 +130,10 @@ class SaturationReport:
 _RULESET = re.compile(r"^\(ruleset\s+([^\s()]+)\s*\)", re.M)
 #: analysis iterations per chunk (egglog stops a chunk early at the fixpoint): ahead of every phase iteration, and between node checks
 ANALYSIS_CHUNK = 10
+#: an analysis iteration that multiplies the e-graph by more than this (once it is past the floor)
+#: stops the analysis and the phases: the next one would multiply it again
+ANALYSIS_GROWTH = 8
+ANALYSIS_GROWTH_FLOOR = 20_000
 CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict", "dtype-conflict")
 #: lang.egg's rules that fill them: a match in a run report means a conflict row
 CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict", "lang/dtype-conflict")
@@ -494,17 +498,24 @@ class Session:
         return {k: v for k, v in sizes.items() if k in CONFLICT_RELATIONS and v}
 
     def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport, limit: int) -> bool:
-        """Run the analysis rules to a fixpoint in chunks, checking the node budget in between;
-        False (and a reported stop) if the budget was hit first."""
-        chunk = f"(run {analysis} {ANALYSIS_CHUNK})"
-        for _ in range(max(1, budget.analysis_iterations // ANALYSIS_CHUNK)):
-            out = self.run([chunk], "analysis")
+        """Run the analysis rules to a fixpoint one iteration at a time, checking the e-graph
+        after each; False (and a reported stop) if it passed the node budget or grew more than
+        ``ANALYSIS_GROWTH`` times in one iteration (past ``ANALYSIS_GROWTH_FLOOR`` e-nodes): a
+        chunk of iterations could grow past any budget before a check (shape broadcasting over
+        a dynamic group_norm backward's extents: 900 -> 4,700 -> 78,000 e-nodes, then 24 GB)."""
+        step = f"(run {analysis} 1)"
+        size = self.size()
+        for _ in range(max(1, budget.analysis_iterations)):
+            out = self.run([step], "analysis")
             self._count(out, rep.analysis)
             if not out[0].report.iterations[-1].rule_set_report.changed:
                 return True
-            if self.size() > limit:
-                rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", limit), nodes=self.size()))
+            now = self.size()
+            if now > limit or (now > ANALYSIS_GROWTH_FLOOR and now > ANALYSIS_GROWTH * size):
+                why = limit if now > limit else f"{ANALYSIS_GROWTH}x growth in one analysis iteration"
+                rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", why), nodes=now))
                 return False
+            size = now
         return True
 
     def saturate(self, phases: Sequence[str], budget: Budget | None = None, analysis: str = "analysis") -> SaturationReport:
@@ -607,7 +618,8 @@ class Session:
             if phase not in ran:
                 reason = next((p.stop for p in reversed(rep.phases) if p.stop.kind != "saturated"), None)
                 rep.phases.append(PhaseReport(phase, stop=StopReason("skipped", str(reason))))
-        self._analysis(analysis, budget, rep, limit)
+        if not any(p.stop.kind == "nodes" for p in rep.phases):  # past the budget, the analysis is not run again
+            self._analysis(analysis, budget, rep, limit)
         sizes = self.sizes()
         rep.conflicts = self.conflicts(sizes)
         if rep.conflicts and not rep.suspects:
