@@ -653,12 +653,7 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
         a = aliases[k]
         if all(n > 0 for n in a.size):
             span = max(span, a.storage_offset - low + sum((n - 1) * abs(st) for n, st in zip(a.size, a.stride)) + 1)
-    buf = rets[lead] + "_shared"
-    while buf in taken:
-        buf += "_"
-    taken.add(buf)
-    lines = [f"{buf} = torch.empty(({span},), dtype={rets[lead]}.dtype, device={rets[lead]}.device)"
-             "  # eager's outputs here are views of one tensor"]
+    buf, lines = _one_buffer(rets[lead], span, taken, "")
     later: list[tuple[str, int]] = []
     # a member whose windows overlap (an unfold) cannot be written through with copy_: it is a
     # view without a write where a dense member's memory holds all of it (the values agree: one
@@ -690,6 +685,17 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
     return lines
 
 
+def _one_buffer(lead: str, elements: int, taken: set[str], note: str) -> tuple[str, list[str]]:
+    """The fresh buffer of a group of outputs that are views of one tensor in eager: its name and
+    the line that makes it (``lead``'s dtype and device)."""
+    buf = lead + "_shared"
+    while buf in taken:
+        buf += "_"
+    taken.add(buf)
+    return buf, [f"{buf} = torch.empty(({elements},), dtype={lead}.dtype, device={lead}.device)"
+                 f"  # eager's outputs here are views of one tensor{note}"]
+
+
 def _shared_buffer_in_bytes(lead: int, members: list[int], aliases: list[Any], outputs: list[Any], rets: list[str],
                             taken: set[str]) -> list[str]:
     """:func:`_shared_buffer` for members of several dtypes (``y, torch.view_as_real(y)``): the
@@ -700,12 +706,7 @@ def _shared_buffer_in_bytes(lead: int, members: list[int], aliases: list[Any], o
     full = [k for k in members if all(n > 0 for n in aliases[k].size)]
     low = min((_extent(aliases[k])[0] * size[k] for k in full), default=0)
     span = max([size[lead]] + [(_extent(aliases[k])[1] + 1) * size[k] - low for k in full])
-    buf = rets[lead] + "_shared"
-    while buf in taken:
-        buf += "_"
-    taken.add(buf)
-    lines = [f"{buf} = torch.empty(({-(-span // size[lead])},), dtype={rets[lead]}.dtype, device={rets[lead]}.device)"
-             "  # eager's outputs here are views of one tensor (read in several dtypes)"]
+    buf, lines = _one_buffer(rets[lead], -(-span // size[lead]), taken, " (read in several dtypes)")
     for k in members:
         a, view = aliases[k], f"{buf}_{k}"
         dt = outputs[k].type.dtype
