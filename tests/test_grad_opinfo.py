@@ -61,3 +61,12 @@ def test_an_analysis_that_explodes_stops_within_the_budget():
     op = _op("native_group_norm")
     sample = next(iter(op.sample_inputs("cpu", torch.float64, requires_grad=True)))
     assert grad_report.check(op, sample, dynamic=True) == ("ok", "")
+
+
+def test_complex_gradients_through_a_returned_conj_view():
+    """``masked.var`` of a complex tensor: its forward returns ``_conj(sub)`` beside ``sub`` for
+    the backward; the plan once wrote both into one buffer (grad max diff 0.17; found by
+    ``python bench/grad_report.py --dtype complex128``)."""
+    op = _op("masked.var")
+    sample = next(iter(op.sample_inputs("cpu", torch.complex128, requires_grad=True)))
+    assert grad_report.check(op, sample, dynamic=False) == ("ok", "")

@@ -290,9 +290,17 @@ def alias_outputs(outs: Sequence[Any], inputs: Sequence[Any],
             continue
         seen[id(o)] = k
         base = base_of(o)
+        if base is not None and _lazy_bits(o) != _lazy_bits(inputs[base]):
+            base = None  # a lazy conj()/neg view: its geometry alone would rebuild the unconjugated values
         aliases.append(None if base is None else AliasInfo(
             "input", base, tuple(o.size()), tuple(o.stride()), o.storage_offset(), o is inputs[base]))
     return aliases
+
+
+def _lazy_bits(t: torch.Tensor) -> tuple[bool, bool]:
+    """The conj and neg bits of a view: ``t.conj()`` of a complex tensor is its memory read
+    conjugated, which a view rebuilt from the memory's geometry loses."""
+    return (t.is_conj(), t.is_neg())
 
 
 def _eager_outputs(flat_fn: Callable, fakes: Sequence[Any], restrided: Sequence[int] = ()) -> list[Any] | None:
@@ -355,10 +363,11 @@ def shared_outputs(outs: Sequence[Any], aliases: list[AliasInfo | None]) -> None
     geometry is recorded too (``Plan.unserved_views``: jit specialises, the backend runs eagerly).
     A member whose windows overlap (``t.unfold(0, 2, 1)`` beside ``t``) is recorded as well: the
     plan serves it where another member covers its memory (``plan._shared_buffer``)."""
-    groups: dict[int, list[int]] = {}
+    groups: dict[tuple, list[int]] = {}
     for k, o in enumerate(outs):
         if isinstance(o, torch.Tensor) and aliases[k] is None:
-            groups.setdefault(_storage_id(o), []).append(k)
+            # a lazy conj()/neg view reads the memory otherwise: not a member of its base's group
+            groups.setdefault((_storage_id(o), _lazy_bits(o)), []).append(k)
     for members in groups.values():
         if len(members) < 2 or (len({outs[k].dtype for k in members}) > 1 and not _bytewise(outs, members)):
             continue

@@ -301,8 +301,8 @@ def _aot_output_aliases(gm: torch.fx.GraphModule, n_inputs: int) -> list[AliasIn
         k = start + j
         if info.output_type in (OutputType.alias_of_input, OutputType.is_input):
             val = outs[k].meta.get("val") if k < len(outs) and isinstance(outs[k], torch.fx.Node) else None
-            if info.base_idx is None or not isinstance(val, torch.Tensor):
-                return None
+            if info.base_idx is None or not isinstance(val, torch.Tensor) or val.is_conj() or val.is_neg():
+                return None  # (a lazy conj/neg view: its geometry alone would lose the conjugation)
             aliases[k] = AliasInfo("input", n_tok + info.base_idx, tuple(val.size()), tuple(val.stride()),
                                    val.storage_offset())
         elif info.output_type in (OutputType.alias_of_intermediate, OutputType.alias_of_intermediate_save_as_output,
