@@ -160,7 +160,7 @@ def dtype_view(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         return x
     if x.is_complex() and dtype == x.real.dtype:
         return torch.view_as_real(x)
-    if x.element_size() == torch.empty((), dtype=dtype).element_size():
+    if x.element_size() == dtype.itemsize:
         return x.view(dtype)
     return torch.empty((0,), dtype=dtype, device=x.device).set_(x.untyped_storage())
 

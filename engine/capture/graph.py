@@ -24,7 +24,7 @@ from torch.fx.experimental.symbolic_shapes import ShapeEnv
 from ..ir import Namespace, Trace
 from .convert import CaptureError, Converter
 from .eager_checks import probe_graph
-from .functional import TRACING, AliasInfo, shared_outputs, trace_functional
+from .functional import TRACING, AliasInfo, _lazy_bits, shared_outputs, trace_functional
 from .symbols import layout_only, track_evaluations
 from .trace import Captured, capture, decomposition_table, recorded
 
@@ -301,7 +301,7 @@ def _aot_output_aliases(gm: torch.fx.GraphModule, n_inputs: int) -> list[AliasIn
         k = start + j
         if info.output_type in (OutputType.alias_of_input, OutputType.is_input):
             val = outs[k].meta.get("val") if k < len(outs) and isinstance(outs[k], torch.fx.Node) else None
-            if info.base_idx is None or not isinstance(val, torch.Tensor) or val.is_conj() or val.is_neg():
+            if info.base_idx is None or not isinstance(val, torch.Tensor) or any(_lazy_bits(val)):
                 return None  # (a lazy conj/neg view: its geometry alone would lose the conjugation)
             aliases[k] = AliasInfo("input", n_tok + info.base_idx, tuple(val.size()), tuple(val.stride()),
                                    val.storage_offset())
