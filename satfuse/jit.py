@@ -174,8 +174,13 @@ class Jitted:
             # first (``_eagerly``), so eager's error is raised with every input untouched
             raise RunEagerly(str(err)) from err
         except Exception as err:  # noqa: BLE001 - satfuse cannot plan this program: eager is correct
+            from satfuse.engine.unsupported import refused_as_listed
+
             self._eager_keys.add(key)
-            self._log_once("eager", f"no plan for this program ({type(err).__name__}: {_first_line(err)}); "
+            # a form ``engine/unsupported.py`` lists is refused on purpose; any other failure is
+            # satfuse's bug (worded as the backend words it, so harnesses count it)
+            why = "" if refused_as_listed(err) is not None else "planning failed, a satfuse bug: "
+            self._log_once("eager", f"no plan for this program ({why}{type(err).__name__}: {_first_line(err)}); "
                                     "calls with this structure run eagerly")
             raise RunEagerly(str(err)) from err
 

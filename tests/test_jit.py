@@ -247,3 +247,31 @@ def test_jit_inside_vmap_and_grad_transforms():
 
     torch.testing.assert_close(torch.vmap(satfuse.jit(f))(x), torch.vmap(f)(x))
     torch.testing.assert_close(torch.func.grad(satfuse.jit(loss))(w), torch.func.grad(loss)(w))
+
+
+def test_a_planning_failure_is_worded_as_satfuse_s_bug_and_a_listed_refusal_is_not(monkeypatch, caplog):
+    """jit runs a program it cannot plan eagerly (right values): where the cause is a form
+    ``engine/unsupported.py`` lists that is by design, anything else is satfuse's bug, and the
+    warning says so in the backend's words, which the fuzzer's jit mode counts as a crash."""
+    import logging
+
+    from satfuse.pipeline import Engine
+
+    def unsigned_sum(x):
+        return x.to(torch.uint32).sum()
+
+    x = torch.tensor([1.5, 2.0, 3.0])
+    with caplog.at_level(logging.WARNING, logger="satfuse"):
+        torch.testing.assert_close(satfuse.jit(unsigned_sum)(x.clone()), unsigned_sum(x.clone()))
+    said = [r.getMessage() for r in caplog.records if "no plan for this program" in r.getMessage()]
+    assert said and not any("a satfuse bug" in m for m in said), said
+
+    def boom(self, *a, **k):
+        raise IndexError("engine failure")
+
+    monkeypatch.setattr(Engine, "compile", boom)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="satfuse"):
+        torch.testing.assert_close(satfuse.jit(lambda t: t.sin() * 2)(x.clone()), x.sin() * 2)
+    assert any("planning failed, a satfuse bug: IndexError: engine failure" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
