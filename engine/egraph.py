@@ -18,6 +18,9 @@ from .schema import ANALYSES, LIST_NIL, PRIMITIVE_SORTS, RELATIONS
 ANALYSIS_OPS = ANALYSES | RELATIONS
 #: the analyses extraction reads (a class's shape and dtype); the session may delete the others' rows
 READ_BY_EXTRACTION = frozenset({"shape", "dtype"})
+#: what egglog serializes for a class none of whose nodes it serialized (its only term was a helper
+#: the cleanup deleted, such as a ``bcast`` a stopped analysis never resolved): no choice, no class
+PLACEHOLDER = "[...]"
 #: lang.egg's obligation relations: their rows are read (facts about classes the plan relies on)
 OBLIGATION_OPS = frozenset({"obligation", "dim-obligation"})
 
@@ -81,7 +84,7 @@ class EGraphView:
                 elif op == "dtype":
                     dtype_class[node_class[n["children"][0]]] = ec
                 continue
-            if n.get("subsumed") or op.startswith("load-"):
+            if n.get("subsumed") or op.startswith("load-") or op == PLACEHOLDER:
                 continue
             nodes[nid] = ENode(nid, op, tuple([node_class[c] for c in n["children"]]), ec)
             if ec in classes:

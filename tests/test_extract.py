@@ -219,6 +219,17 @@ def test_analysis_and_subsumed_rows_are_not_choices():
     assert view.shape_of == {"A": "S"}
 
 
+def test_a_class_egglog_serialized_as_a_placeholder_is_never_chosen():
+    # A class whose only term was a helper the cleanup deleted (a ``bcast`` that an analysis stopped
+    # by its growth guard never resolved) is serialized as one "[...]" node: no term, so no node
+    # using it may be chosen (one was, and decoding it raised IndexError).
+    view, roots, cost = load({"A": [("Expand", ["S"], 0), ("Copy", ["B"], 5)], "B": [("b", [], 1)],
+                              "S": [("[...]", [], 0)]}, ["A"])
+    assert "S" not in view.classes
+    for choice in both(view, roots, cost):
+        assert ops(view, roots, choice) == {"A": "Copy", "B": "b"}
+
+
 # --------------------------------------------------------------------------- random e-graph fuzz
 
 

@@ -187,9 +187,13 @@ class Symbols:
 
     def _symbols_with_hint(self, hint: int, e: sympy.Expr) -> list[sympy.Symbol]:
         """The ShapeEnv's backed symbols holding ``hint``, except those it replaces: candidates to
-        spell ``e`` by (its own too: a guard makes ``Min(s0, s1)`` ``s1``)."""
+        spell ``e`` by (its own too: a guard makes ``Min(s0, s1)`` ``s1``). Only symbols the trace
+        already names (its inputs are named first): a ShapeEnv shared by a forward and a backward
+        graph knows the forward's input extents, which no input of the backward binds (irfft's
+        backward spelled its ``s0//2 + 1`` as the forward's input length; no guard could check it)."""
         env = self.shape_env
-        return [s for s, v in symbol_values(env).items() if s not in env.replacements and _int_or_none(v) == hint]
+        return [s for s, v in symbol_values(env).items()
+                if s in self.symbols and s not in env.replacements and _int_or_none(v) == hint]
 
     def guards(self) -> list:
         """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
