@@ -44,8 +44,8 @@ import math
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
 
 import sympy
 
@@ -72,6 +72,7 @@ class Extraction:
     seconds: float
     method: str
     note: str = ""
+    used: list[str] = field(default_factory=list)  # the classes the roots reach under ``choice``
 
 
 # --------------------------------------------------------------------------- sizes and costs
@@ -407,22 +408,48 @@ def _cycle(roots: Iterable, successors: Callable[[Any], Iterable]) -> list | Non
 
 def check(view: EGraphView, roots: list[str], choice: Choice) -> list[str]:
     """Every root chosen, choices in their classes, closed, and no cycles; returns the
-    classes the roots use (as :func:`reachable`)."""
+    classes the roots use (those :func:`reachable` lists). One depth-first walk does it all
+    (three walks over a 10k-op program were a sixth of extraction's time)."""
     for r in roots:
         if r not in choice:
             raise ExtractionError(f"root class {r} has no choice")
-    used = reachable(view, roots, choice)
-    for c in used:
+    nodes = view.nodes
+    used: list[str] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def kids(c: str) -> Iterator[str]:
         nid = choice.get(c)
         if nid is None:
             raise ExtractionError(f"class {c} is used but has no choice")
-        if nid not in view.nodes:
+        n = nodes.get(nid)
+        if n is None:
             raise ExtractionError(f"node {nid} chosen for {c} is not an e-node of this graph")
-        if view.nodes[nid].eclass != c:
-            raise ExtractionError(f"node {nid} chosen for {c} belongs to {view.nodes[nid].eclass}")
-    cyc = find_cycle(view, roots, choice)
-    if cyc is not None:
-        raise ExtractionError("extraction chose a cycle: " + " -> ".join(f"{c}[{view.nodes[choice[c]].op}]" for c in cyc))
+        if n.eclass != c:
+            raise ExtractionError(f"node {nid} chosen for {c} belongs to {n.eclass}")
+        used.append(c)
+        return iter(n.children)
+
+    for r in roots:
+        if r in state:
+            continue
+        path = [r]
+        stack = [kids(r)]
+        state[r] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+                continue
+            s = state.get(nxt, 0)
+            if s == 1:
+                cyc = path[path.index(nxt):] + [nxt]
+                raise ExtractionError("extraction chose a cycle: " + " -> ".join(
+                    f"{c}[{nodes[choice[c]].op}]" for c in cyc))
+            if s == 0:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(kids(nxt))
     return used
 
 def dag_cost(view: EGraphView, roots: list[str], choice: Choice, cost: dict[str, float]) -> float:
@@ -814,7 +841,7 @@ def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: 
     with gc_paused():  # extraction allocates many small objects and frees them all at the end
         choice, note = _run(view, roots, cost, method, timeout)
         used = check(view, roots, choice)
-    return Extraction(choice, sum(cost[choice[c]] for c in used), time.perf_counter() - t0, method, note)
+    return Extraction(choice, sum(cost[choice[c]] for c in used), time.perf_counter() - t0, method, note, used)
 
 
 def _run(view: EGraphView, roots: list[str], cost: dict[str, float], method: str,

@@ -152,9 +152,7 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     out.provenance = (f"engine target={target} extractor={extractor} "
                       f"({sum(timings.values()) * 1e3:.1f} ms, {len(view.nodes)} e-nodes)")
     chosen: dict[str, int] = {}
-    from .extract import reachable
-
-    for c in reachable(view, sat.roots, ex.choice):
+    for c in ex.used:
         op = view.nodes[ex.choice[c]].op
         chosen[op] = chosen.get(op, 0) + 1
     _log_result(rep, ex, view, out, timings)
