@@ -73,6 +73,7 @@ from bench.progress import Progress  # noqa: E402
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool", "complex64")
 DTYPE_WEIGHTS = (8, 2, 1.5, 1.5, 2, 3, 2, 1)
 MODES = ("optimize", "jit", "compile")
+DTYPE_VIEWS_ENV = "SATFUSE_FUZZ_DTYPE_VIEWS"
 
 # ---------------------------------------------------------------- helpers every program (and repro) carries
 
@@ -382,8 +383,11 @@ class Gen:
         v = self.fresh()
         kinds = ["unary", "binary", "inplace_unary", "inplace_binary", "out", "view", "write_view", "setitem",
                  "reduce", "shape", "cast", "where", "cat", "pad", "index", "scatter", "creation", "copy",
-                 "inplace_view", "nn", "clamp", "split", "clone", "foreach"]
-        w = [6, 8, 3, 6, 2, 5, 5, 3, 3, 3, 2, 2, 1.5, 1.5, 3, 2, 1, 2, 1, 1.5, 1.5, 1, 1, 1.5]
+                 "inplace_view", "nn", "clamp", "split", "clone", "foreach", "dtype_view"]
+        # dtype views last, weight 0 unless asked for: the other statements draw as before, so a
+        # seed's programs stay what they were (the suite's slice and earlier campaigns)
+        w = [6, 8, 3, 6, 2, 5, 5, 3, 3, 3, 2, 2, 1.5, 1.5, 3, 2, 1, 2, 1, 1.5, 1.5, 1, 1, 1.5,
+             2 if self.vocab.get("dtype_views") else 0]
         k = r.choices(kinds, w)[0]
         V = self.vocab
         if k == "unary":
@@ -521,7 +525,41 @@ class Gen:
             return f"{v} = {r.choice(opts)}", (v,)
         if k == "clone":
             return f"{v} = {x}.clone()", (v,)
+        if k == "dtype_view":
+            return self.dtype_view(x, t, v)
         return None
+
+    def dtype_view(self, x: str, t: torch.Tensor, v: str) -> tuple[str, tuple[str, ...]] | None:
+        """``x.view(dtype)``: the same bytes read as another dtype (a bitcast; where the item
+        sizes differ the last dim scales, which needs it contiguous), read or written through."""
+        r = self.r
+        same = {"float32": ["int32"], "int32": ["float32"], "float64": ["int64", "complex64"],
+                "int64": ["float64", "complex64"], "complex64": ["float64", "int64"], "float16": ["bfloat16"],
+                "bfloat16": ["float16"], "bool": ["int8", "uint8"]}
+        other = {"float32": ["float16", "bfloat16", "int64", "float64", "complex64"], "int32": ["float16", "int64"],
+                 "float64": ["float32", "int32"], "int64": ["int32", "float32"], "complex64": ["float32", "int32"],
+                 "float16": ["float32", "int32"], "bfloat16": ["float32"]}
+        dt = str(t.dtype).replace("torch.", "")
+        opts = list(same.get(dt, []))
+        if t.dim() and t.stride(-1) == 1:
+            opts += other.get(dt, [])
+        for to in r.sample(opts, len(opts)):
+            if getattr(torch, to).itemsize == t.itemsize:
+                break
+            ratio = getattr(torch, to).itemsize / t.itemsize
+            n = t.shape[-1]
+            k = int(ratio)
+            if ratio < 1 or (n % k == 0 and t.storage_offset() % k == 0
+                             and all(t.stride(i) % k == 0 for i in range(t.dim() - 1))):
+                break
+        else:
+            return None
+        vw = f"{x}.view(torch.{to})"
+        if r.random() < 0.3 and to not in ("bool", "int8", "uint8"):
+            op = r.choice(["add_(1)", "mul_(2)", "neg_()", "zero_()"] if "int" in to else
+                          ["add_(0.5)", "mul_(2)", "neg_()", "abs_()", "zero_()"])
+            return f"{vw}.{op}", ()
+        return f"{v} = {vw}", (v,)
 
     def _index(self, k: str, x: str, t: torch.Tensor, v: str) -> tuple[str, tuple[str, ...]] | None:
         r = self.r
@@ -629,6 +667,8 @@ def vocab_table() -> dict[str, list[str]]:
         "unary": [n for n in vocab.UNARY if hasattr(torch, n)],
         "binary": [n for n in vocab.BINARY if hasattr(torch, n)],
         "reduce": list(vocab.REDUCTIONS),
+        # ``--dtype-views`` (an environment variable: the worker processes build their own table)
+        "dtype_views": ["on"] if os.environ.get(DTYPE_VIEWS_ENV) else [],
     }
 
 
@@ -1418,8 +1458,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=None, help="stop (with the summary) after this many seconds")
     ap.add_argument("--progress", type=int, default=100, help="print the counts every N programs (0: never)")
     ap.add_argument("--show", type=int, default=None, help="print program N's source and exit")
+    ap.add_argument("--dtype-views", action="store_true",
+                    help="also draw x.view(dtype) bitcasts, read and written through (changes the seeds' programs)")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if a.dtype_views:
+        os.environ[DTYPE_VIEWS_ENV] = "1"
     if a.show is not None:
         print(generate(a.seed, a.show, vocab_table()).module_source())
         return 0
