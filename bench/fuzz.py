@@ -535,7 +535,7 @@ class Gen:
         r = self.r
         same = {"float32": ["int32"], "int32": ["float32"], "float64": ["int64", "complex64"],
                 "int64": ["float64", "complex64"], "complex64": ["float64", "int64"], "float16": ["bfloat16"],
-                "bfloat16": ["float16"], "bool": ["int8", "uint8"]}
+                "bfloat16": ["float16"]}  # not bool as int8: a write through it stores bytes no bool holds
         other = {"float32": ["float16", "bfloat16", "int64", "float64", "complex64"], "int32": ["float16", "int64"],
                  "float64": ["float32", "int32"], "int64": ["int32", "float32"], "complex64": ["float32", "int32"],
                  "float16": ["float32", "int32"], "bfloat16": ["float32"]}

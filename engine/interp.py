@@ -11,7 +11,7 @@ from typing import Any, Sequence
 import sympy
 
 from .ir import IRError, ScalarType, TensorType, Trace, Var
-from .vocab import CREATION, EAGER_STRIDES, IMPLS, is_opaque, laid_out, resolve_opaque
+from .vocab import CREATION, EAGER_COPIES, EAGER_STRIDES, IMPLS, is_opaque, laid_out, resolve_opaque
 
 
 def bind_symbols(trace: Trace, inputs: Sequence[Any]) -> dict[sympy.Symbol, int]:
@@ -46,6 +46,7 @@ def run_node(n: Any, vals: dict[int, Any], env: dict) -> list[Any]:
     kwargs = {k: evaluate(v, vals, env) for k, v in n.kwargs.items()}
     if is_opaque(n.op):
         layouts = kwargs.pop(EAGER_STRIDES, ())
+        kwargs.pop(EAGER_COPIES, None)  # interp runs on the trace's own inputs: their layouts are the record's
         args = [laid_out(a, s) for a, s in zip(args, layouts)] + list(args[len(layouts):])
         out = resolve_opaque(n.op)(*args, **kwargs)
         return list(out) if isinstance(out, (tuple, list)) else [out]

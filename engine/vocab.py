@@ -115,6 +115,13 @@ def is_opaque(op: str) -> bool:
 #: A CPU kernel can answer differently on a strided operand (its scalar path) than on a
 #: contiguous one (its vector path): the call gets its operand laid out as eager's was.
 EAGER_STRIDES = "_eager_strides"
+#: an opaque op's kwarg: the positions whose ``EAGER_STRIDES`` record is the layout of a copy eager's
+#: kernel read and capture erased (the plan holds the copy's source): laid out so at every call.
+#: Elsewhere a record only says how the caller's tensors (or eager's views of them) were laid out
+#: at capture, and the plan passes them as they are at each call, as eager does
+EAGER_COPIES = "_eager_copies"
+#: the opaque kwargs that are satfuse's records, not the op's arguments
+EAGER_RECORDS = frozenset({EAGER_STRIDES, EAGER_COPIES})
 
 
 def non_overlapping(shape: Sequence[int], strides: Sequence[int]) -> bool:
@@ -150,6 +157,17 @@ def laid_out(x: Any, strides: tuple[int, ...] | None) -> Any:
     out = torch.empty_strided(base.shape, strides, dtype=x.dtype, device=x.device)
     out.copy_(base)
     return out.expand(x.shape)
+
+
+def dense(x: Any) -> Any:
+    """``x`` contiguous (a copy only where it is not): an opaque kernel's operand that eager had
+    contiguous (no ``EAGER_STRIDES`` record) but the plan made otherwise (a segment returns an
+    ``expand`` of a value it computed). Kernels read it as eager's did: ``gelu`` of an expanded
+    ``inf`` takes the scalar path (inf) where eager's contiguous operand took the vector one (nan),
+    and ``view(dtype)`` to another item size refuses a last dim of stride 0."""
+    if isinstance(x, torch.Tensor) and not x.is_contiguous():
+        return x.contiguous()
+    return x
 
 
 def dtype_view(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

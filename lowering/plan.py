@@ -37,7 +37,18 @@ import torch
 from satfuse.engine import log
 from satfuse.engine.ir import DTYPES, IRError, Namespace, Node, TensorType, Trace, Var, flat_args
 from satfuse.engine.printer import fmt_literal
-from satfuse.engine.vocab import EAGER_STRIDES, IMPLS, INPLACE, dtype_view, is_opaque, laid_out, resolve_opaque
+from satfuse.engine.vocab import (
+    EAGER_COPIES,
+    EAGER_RECORDS,
+    EAGER_STRIDES,
+    IMPLS,
+    INPLACE,
+    dense,
+    dtype_view,
+    is_opaque,
+    laid_out,
+    resolve_opaque,
+)
 
 from . import frontend_ref, nvfuser_probe
 from .aliasing import Pattern
@@ -341,7 +352,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
 
     # one namespace for the program (the prologue has its own, guards.py): globals first, then
     # the names write-backs chose for clones, then Vars (theirs where free) and symbols
-    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "laid_out", "dtype_view", "inputs",
+    glob_names = {"prologue", "fusion", "DataType", "torch", "aten", "prims", "eager", "inplace", "laid_out", "dense",
+                  "dtype_view", "inputs",
                   "env", "math", "true_div",
                   "__name__"} | {s.name for s in segments} | set(prologue.glob) | {
                       c.error.__name__ for st in wb.steps if isinstance(st, CheckStep) for c in st.checks}
@@ -368,6 +380,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     commit: list[tuple[list[str], set[str], list[str]]] = []  # CUDA flag checks read just before returning
     used_syms: set[sympy.Symbol] = set()
     in_names = [local(v) for v in trace.inputs]
+    eager_laid = _laid_out_as_eager(trace, wb.steps)
     for step in wb.steps:
         lines: list[str] = []
         reads: set[str] = set()
@@ -397,9 +410,10 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             defs = [local(o) for o in n.outs]
             if is_opaque(n.op):
                 eager_layouts = n.kwargs.get(EAGER_STRIDES, ())
-                parts = [f"laid_out({r.value(a, 'list')}, {r.value(s)})" if s is not None else r.value(a, "list")
-                         for a, s in itertools.zip_longest(n.args, eager_layouts[:len(n.args)])]
-                parts += [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items() if k != EAGER_STRIDES]
+                copies = n.kwargs.get(EAGER_COPIES, ())
+                parts = [_operand(a, s, i in copies, eager_laid, r)
+                         for i, (a, s) in enumerate(itertools.zip_longest(n.args, eager_layouts[:len(n.args)]))]
+                parts += [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items() if k not in EAGER_RECORDS]
                 target = f"[{defs[0]}]" if len(defs) == 1 and _returns_list(n.op) else ", ".join(defs)
                 # aten and prims are globals of the plan; any other library's ops by their full path
                 callee = n.op if n.op.startswith(("aten.", "prims.")) else f"torch.ops.{n.op}"
@@ -518,6 +532,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     glob.update(prologue.glob)
     glob.update({"fusion": fusion, "DataType": fe.DataType, "torch": torch,
                  "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "inplace": IN_PLACE, "laid_out": laid_out,
+                 "dense": dense,
                  "dtype_view": dtype_view,
                  "__name__": "satfuse_plan"})
     glob.update(consts)
@@ -536,6 +551,46 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     log.lowering.info("lowered %s: %s (%.1f ms)", trace.name, plan.stats(), plan.lower_seconds * 1e3)
     log.lowering.debug("plan:\n%s", source)
     return plan
+
+
+def _laid_out_as_eager(trace: Trace, steps: list[Any]) -> set[int]:
+    """ids of the Vars the plan holds in eager's memory layout: the caller's tensors, what eager's
+    own kernels (opaque ops) return, and torch views of those. A segment's output is laid out as
+    its executor makes it (an ``expand`` of a value it computed, where eager had a contiguous
+    tensor), and so is a view of one."""
+    ok = {id(v) for v in trace.inputs}
+    for st in steps:
+        if isinstance(st, Fallback) and (is_opaque(st.node.op) or (
+                st.reason == TORCH_VIEW and all(id(v) in ok for v in st.node.inputs()))):
+            ok.update(id(o) for o in st.node.outs)
+    return ok
+
+
+def _operand(a: Any, strides: Any, copy: bool, eager_laid: set[int], r: "_Render") -> str:
+    """An opaque op's operand, laid out as eager's kernel read it. Where the plan holds it as eager
+    does (:func:`_laid_out_as_eager`) it is passed as it is, whatever capture recorded: a caller's
+    tensor (or eager's view of one) is read as the caller lays it out at each call; the record is
+    the example's layout, and ``laid_out`` to it took a stride-0 dim of the example for a
+    broadcast and read one row of a later call's full tensor (``torch.maximum`` through one
+    ``satfuse.jit`` fed OpInfo's samples in turn). A copy eager made and capture erased is laid
+    out as the copy (``copy``); a value the plan computed as eager's record says, or contiguous
+    where capture recorded nothing (``_dense``)."""
+    if strides is None:
+        return _dense(a, eager_laid, r)
+    if not copy and isinstance(a, Var) and id(a) in eager_laid:
+        return r.value(a, "list")
+    return f"laid_out({r.value(a, 'list')}, {r.value(strides)})"
+
+
+def _dense(a: Any, eager_laid: set[int], r: "_Render") -> str:
+    """An opaque op's operand whose eager layout capture did not record (eager had it contiguous,
+    or of one element): as it is where the plan holds it as eager did, else ``dense(...)``."""
+    if isinstance(a, Var) and isinstance(a.type, TensorType) and id(a) not in eager_laid:
+        return f"dense({r.value(a)})"
+    if isinstance(a, (list, tuple)) and any(isinstance(x, Var) and id(x) not in eager_laid for x in a):
+        inner = ", ".join(_dense(x, eager_laid, r) for x in a)
+        return f"[{inner}]"
+    return r.value(a, "list")
 
 
 def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],

@@ -110,7 +110,7 @@ def computation(inputs, env=None):
     q.copy_(index_copy0)  # write-back q <- index_copy0: its value comes from the torch call index_copy
     k.copy_(index_copy1)  # write-back k <- index_copy1: its value comes from the torch call index_copy
     [where2] = seg0.execute([mask])
-    _scaled_dot_product_flash_attention_for_cpu, _scaled_dot_product_flash_attention_for_cpu3 = aten._scaled_dot_product_flash_attention_for_cpu.default(index_copy0, index_copy1, v, attn_mask=where2)  # fallback: opaque torch op
+    _scaled_dot_product_flash_attention_for_cpu, _scaled_dot_product_flash_attention_for_cpu3 = aten._scaled_dot_product_flash_attention_for_cpu.default(dense(index_copy0), dense(index_copy1), v, attn_mask=where2)  # fallback: opaque torch op
     del _scaled_dot_product_flash_attention_for_cpu3, index_copy0, index_copy1, where2
     return [_scaled_dot_product_flash_attention_for_cpu]
 '''

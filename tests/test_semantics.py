@@ -5,6 +5,8 @@ compared with eager: values, dtype, shape, inputs after the call, eager's except
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -206,6 +208,49 @@ def test_a_kernel_reading_a_copy_eager_made_reads_it_laid_out_as_the_copy():
     other = torch.tensor([3, 3, 0, 1, 2, 2, 8, 7, 9, 9, 4, 4])[::2]
     check_jit(f, (w, psw, idx, off), (w, torch.randn(6, dtype=torch.float64), other, off))
     check_compile(f, w, psw, idx, off)
+
+
+def test_a_kernel_reads_a_value_a_segment_made_laid_out_as_eager_had_it():
+    """A segment may return an ``expand`` of a value it computed (``zeros_like(b).copy_(x * 2)``)
+    where eager's tensor is contiguous. An opaque kernel reading it so took another path:
+    ``gelu`` of an expanded +inf is inf (its scalar path), eager's nan (its vector path), and
+    ``view(torch.int64)`` of an int32 tensor refused the stride-0 last dim (found by
+    ``bench/fuzz.py --dtype-views``). Such an operand is made contiguous first (``vocab.dense``)."""
+
+    def f(b, x):
+        y = torch.zeros_like(b)
+        y.copy_(x * 2)
+        return F.gelu(y)
+
+    b, x = torch.zeros(8, 4), torch.tensor([math.inf, -math.inf, 1.0, 2.0])
+    check_optimize(f, b, x)
+    check_compile(f, b, x)
+
+    def g(a, b):
+        b.copy_(torch.minimum(a, a))
+        return b.view(torch.int64)
+
+    check_optimize(g, torch.tensor([-3.4], dtype=torch.float16), torch.tensor([[7, 9]], dtype=torch.int32))
+
+
+def test_a_cached_plan_reads_a_later_call_s_tensors_as_the_caller_lays_them_out():
+    """Capture records how the example's tensors were laid out where an opaque kernel reads them;
+    the plan once laid each call's tensors out so, and took the example's stride-0 (broadcast)
+    dim for one value: one ``satfuse.jit`` of ``torch.maximum`` fed OpInfo's samples in turn
+    (``bench/reuse_report.py``) returned, for a full tensor after an expanded one, its first row
+    everywhere. A caller's tensor, and eager's view of one, is read as it is at every call."""
+    g = torch.Generator().manual_seed(0)
+
+    def rows() -> torch.Tensor:
+        return torch.randn(1, 5, 7, generator=g).expand(3, 5, 7)
+
+    # the later call's tensors overlap themselves too (one aliasing pattern: the cached plan serves
+    # them), but are no broadcast
+    windows = torch.randn(32, generator=g).as_strided((5, 6, 2), (1, 1, 7))
+    strided = torch.randn(5, 6, 4, generator=g)[..., ::2]
+    j = satfuse.jit(torch.maximum, dynamic=True)
+    for a, b in [(rows(), rows()), (windows, strided)]:  # read only: the very tensors, not copies
+        assert torch.equal(j(a, b), torch.maximum(a, b))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

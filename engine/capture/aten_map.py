@@ -13,8 +13,8 @@ import sympy
 import torch
 
 from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
-from ..vocab import BINARY, EAGER_STRIDES, UNARY, prod_extents
-from .eager_paths import eager_strides
+from ..vocab import BINARY, EAGER_COPIES, EAGER_STRIDES, UNARY, prod_extents
+from .eager_paths import eager_copies, eager_strides
 
 aten = torch.ops.aten
 ATEN_MAP: dict[Any, Callable] = {}
@@ -80,6 +80,9 @@ class Builder:
         layouts = eager_strides(self.n, self.c.sym)  # every result form: multi-output kernels read layouts too
         if layouts:
             kwargs[EAGER_STRIDES] = layouts
+            copies = tuple(i for i in eager_copies(self.n) if i < len(layouts) and layouts[i] is not None)
+            if copies:
+                kwargs[EAGER_COPIES] = copies
         if isinstance(val, (list, tuple)):
             # a backward op leaves out the gradients its ``output_mask`` does not ask for (None)
             types = [ScalarType("none") if v is None else self.c.type_of(v) for v in val]

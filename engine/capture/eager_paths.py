@@ -52,6 +52,11 @@ def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple
     return tuple(out) if any(s is not None for s in out) else ()
 
 
+def eager_copies(node: torch.fx.Node) -> tuple[int, ...]:
+    """The positional arguments of ``node`` that are copies capture erases (:func:`_copied`)."""
+    return tuple(i for i, a in enumerate(node.args) if isinstance(a, torch.fx.Node) and _copied(a))
+
+
 #: copies capture keeps as their source's value (aten_map's ``fresh``): the layout they gave the
 #: kernel is gone from the plan
 _COPIES = {torch.ops.aten.clone.default, torch.ops.aten.contiguous.default, torch.ops.aten.lift_fresh_copy.default}
