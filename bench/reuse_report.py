@@ -16,7 +16,7 @@ input's final value, eager's exception type with inputs untouched).
 
 Per op and mode the table gives the calls made, the plans built (jit: the cache's entries;
 compile: the graphs compiled), and the first difference. Nothing here runs in the test suite
-(``tests/test_opinfo.py::test_one_plan_cache_serves_every_sample`` keeps a slice).
+(``tests/test_plan_reuse.py`` keeps a slice).
 """
 
 from __future__ import annotations
