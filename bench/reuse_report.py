@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variants", nargs="*", default=list(T.VARIANTS), choices=list(T.VARIANTS))
     a = ap.parse_args(argv)
     logging.getLogger("satfuse").setLevel(logging.WARNING)
+    logging.getLogger("torch").setLevel(logging.CRITICAL)  # Dynamo logs each fake-tensor failure of a sample eager rejects
     torch._dynamo.config.cache_size_limit = 64
     torch._dynamo.config.accumulated_cache_size_limit = 4096
     ops = a.ops or list(T.OPS)
