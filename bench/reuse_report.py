@@ -13,6 +13,7 @@ input's final value, eager's exception type with inputs untouched).
     python bench/reuse_report.py                        # every op of the suite, float32 and int64
     python bench/reuse_report.py add sum cat --mode compile
     python bench/reuse_report.py --dtypes float64 bool --variants functional out
+    python bench/reuse_report.py --all --variants functional   # every op of the OpInfo database
 
 Per op and mode the table gives the calls made, the plans built (jit: the cache's entries;
 compile: the graphs compiled), and the first difference. Nothing here runs in the test suite
@@ -65,11 +66,39 @@ def _sample_for(op: Any, smp: Any, variant: str) -> Any | None:
     return smp
 
 
+def _op_db_ids() -> list[str]:
+    """Every OpInfo of PyTorch's database as ``name`` or ``name.variant``, the suite's ops left out."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    mine = {(n, v) for n, v, _ in T.OPS.values()}
+    return [o.name + (f".{o.variant_test_name}" if o.variant_test_name else "") for o in op_db
+            if (o.name, o.variant_test_name) not in mine]
+
+
+def _samples(op_id: str, dtype: torch.dtype) -> tuple[Any, list[Any]]:
+    """(OpInfo, samples): the suite's reference samples for its ops, ``sample_inputs`` for any
+    other op of the database (``--all``: opaque ops, which plans run as eager's kernels)."""
+    if op_id in T.OPS:
+        return T._raw_samples(op_id, dtype)
+    db = T._op_db()
+    name, _, variant = op_id.partition(".") if (op_id, "") not in db else (op_id, "", "")
+    op = db.get((name, variant)) or db.get((op_id, ""))
+    if op is None:
+        raise SystemExit(f"unknown op {op_id!r}")
+    if dtype not in op.supported_dtypes("cpu"):
+        return op, []
+    torch.manual_seed(0)
+    try:
+        return op, list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    except Exception:  # noqa: BLE001 - a generator that fails on this dtype has no samples for it
+        return op, []
+
+
 def run(op_id: str, dtype: torch.dtype, variant: str, mode: str) -> dict[str, Any]:
     """Every reference sample of ``op_id`` in ``dtype`` through one compiled callable."""
     import satfuse
 
-    op, samples = T._raw_samples(op_id, dtype)
+    op, samples = _samples(op_id, dtype)
     if op is not None and variant not in T._variants(op):
         return {"calls": 0, "plans": 0, "status": "skip", "detail": f"no {variant} variant"}
     call = _call_for(op, variant)
@@ -127,7 +156,8 @@ def _plans(compiled: Any, mode: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("ops", nargs="*", help="test ids of tests/test_opinfo.OPS (default: all)")
+    ap.add_argument("ops", nargs="*", help="test ids of tests/test_opinfo.OPS or OpInfo names (default: the suite's)")
+    ap.add_argument("--all", action="store_true", help="also every other op of PyTorch's OpInfo database")
     ap.add_argument("--mode", choices=("jit", "compile"), default="jit")
     ap.add_argument("--dtypes", nargs="*", default=["float32", "int64"], choices=sorted(DTYPES))
     ap.add_argument("--variants", nargs="*", default=list(T.VARIANTS), choices=list(T.VARIANTS))
@@ -136,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("torch").setLevel(logging.CRITICAL)  # Dynamo logs each fake-tensor failure of a sample eager rejects
     torch._dynamo.config.cache_size_limit = 64
     torch._dynamo.config.accumulated_cache_size_limit = 4096
-    ops = a.ops or list(T.OPS)
+    ops = a.ops or list(T.OPS) + (_op_db_ids() if a.all else [])
     counts: dict[str, int] = {}
     t0 = time.perf_counter()
     print(f"{'op':28} {'dtype':9} {'variant':11} {'calls':>5} {'plans':>5}  status")
