@@ -41,13 +41,17 @@ def evaluate(a: Any, vals: dict[int, Any], env: dict) -> Any:
     return a
 
 
-def run_node(n: Any, vals: dict[int, Any], env: dict) -> list[Any]:
+def run_node(n: Any, vals: dict[int, Any], env: dict, inputs: frozenset[int] = frozenset()) -> list[Any]:
+    """``n``'s results. An opaque op reads each operand laid out as eager's kernel did, but for the
+    trace's ``inputs`` (ids), read as they are, as the plan reads a caller's tensors
+    (``lowering/plan.py``'s ``_operand``), unless eager's kernel read a copy of one."""
     args = evaluate(n.args, vals, env)
     kwargs = {k: evaluate(v, vals, env) for k, v in n.kwargs.items()}
     if is_opaque(n.op):
         layouts = kwargs.pop(EAGER_STRIDES, ())
-        kwargs.pop(EAGER_COPIES, None)  # interp runs on the trace's own inputs: their layouts are the record's
-        args = [laid_out(a, s) for a, s in zip(args, layouts)] + list(args[len(layouts):])
+        copies = kwargs.pop(EAGER_COPIES, ())
+        args = [a if s is None or (i not in copies and isinstance(v, Var) and id(v) in inputs) else laid_out(a, s)
+                for i, (a, v, s) in enumerate(zip(args, n.args, layouts))] + list(args[len(layouts):])
         out = resolve_opaque(n.op)(*args, **kwargs)
         return list(out) if isinstance(out, (tuple, list)) else [out]
     if n.op in CREATION:
@@ -59,8 +63,9 @@ def run_trace(trace: Trace, inputs: Sequence[Any]) -> tuple[list[Any], dict[str,
     """(outputs, {input name: final value}) for ``inputs``; inputs are not modified."""
     env = bind_symbols(trace, inputs)
     vals: dict[int, Any] = {id(v): x for v, x in zip(trace.inputs, inputs)}
+    ins = frozenset(vals)
     for n in trace.nodes:
-        for o, r in zip(n.outs, run_node(n, vals, env)):
+        for o, r in zip(n.outs, run_node(n, vals, env, ins)):
             vals[id(o)] = r
     outs = [evaluate(o, vals, env) if isinstance(o, (Var, sympy.Basic)) else o for o in trace.outputs]
     return outs, {buf.name: vals[id(val)] for buf, val in trace.writebacks}

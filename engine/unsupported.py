@@ -107,6 +107,15 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "the vocabulary, the cost model and nvFuser's DataType cover the dtypes of engine/ir.py DTYPE_NAMES; "
         "torch itself supports few ops on the others",
     ),
+    Unsupported(
+        "a program that sets the random number generators' state itself (torch.manual_seed(42) inside the "
+        "function) in satfuse.optimize or satfuse.jit (jit runs it eagerly): torch.compile(backend=\"satfuse\") "
+        "takes it",
+        r"random number generator state",
+        "a plan replays the program's tensor ops; the seeding is Python code the trace does not hold, so the plan's "
+        "random ops would draw from the caller's generator where eager draws from the seed (Dynamo runs such code "
+        "itself)",
+    ),
 )
 
 

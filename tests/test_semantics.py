@@ -1300,3 +1300,32 @@ def test_returned_lazy_conj_views_keep_their_conjugation():
             got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
             for a, b in zip(got, want):
                 assert torch.equal(a.resolve_conj(), b.resolve_conj())
+
+
+def test_a_program_that_seeds_the_generator_is_refused_and_leaves_the_caller_s_generator_alone():
+    """``torch.manual_seed(42)`` inside the program is Python code the trace does not hold: the plan
+    drew its ``bernoulli`` from the caller's generator where eager draws from the seed, and capture
+    (which runs the program's Python code) reseeded the caller's generator. ``optimize`` refuses it
+    as listed (``engine/unsupported.py``), ``jit`` runs it eagerly, ``torch.compile`` gives eager's
+    draws (Dynamo runs the seeding), and the caller's generator is as it was before capture."""
+    from satfuse.engine.capture import CaptureError
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(x):
+        torch.manual_seed(42)
+        return torch.bernoulli(x) + torch.rand(x.shape)
+
+    x = torch.rand(8)
+    torch.manual_seed(0)
+    before = torch.get_rng_state()
+    with pytest.raises(CaptureError) as e:
+        satfuse.optimize(f, x)
+    assert refused_as_listed(e.value) is not None
+    assert torch.equal(torch.get_rng_state(), before)
+    torch.manual_seed(1)
+    want = f(x)
+    j = satfuse.jit(f)
+    assert torch.equal(j(x), want) and torch.equal(j(x), want)
+    torch._dynamo.reset()
+    c = torch.compile(f, backend="satfuse")
+    assert torch.equal(c(x), want) and torch.equal(c(x), want)

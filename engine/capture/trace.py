@@ -15,8 +15,9 @@ import functools
 import inspect
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import sympy
 import torch
@@ -241,7 +242,7 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
     assumed, so a plan without the range guard would be silently wrong at size 1.
     """
     kwargs = {**(call_kwargs or {}), **example_kwargs}
-    with TRACING:
+    with TRACING, _generators_untouched(fn):
         if not symbolic_floats:
             return _capture(fn, example_inputs, kwargs, dynamic, name, None)
         try:
@@ -249,6 +250,37 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
         except _SpecializeFloats as again:
             log.capture.info("floats %s are guarded constants: %s", sorted(again.positions), again.why)
             return _capture(fn, example_inputs, kwargs, dynamic, name, again.positions)
+
+
+#: the refusal of a program that sets the random number generators' state (engine/unsupported.py)
+RNG_REFUSAL = ("the program sets torch's random number generator state itself (torch.manual_seed, "
+               "torch.set_rng_state, ...): a plan replays tensor ops, not that, so its random ops would draw from "
+               "wherever the caller's generator stands; torch.compile(backend=\"satfuse\") takes such programs "
+               "(Dynamo runs the seeding itself)")
+
+
+@contextmanager
+def _generators_untouched(fn: Callable) -> Iterator[None]:
+    """Capture leaves torch's default generators as it found them, and refuses a program that
+    changes their state. Tracing runs the program's Python code on fake tensors, whose random ops
+    draw nothing: a state that changed was set by the program itself (``torch.manual_seed(42)``),
+    which eager does at every call and a plan would not (its draws differed from eager's), and
+    which must not reach the caller's generator at capture."""
+    cpu = torch.random.get_rng_state()
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    failed = True
+    try:
+        yield
+        failed = False
+    finally:
+        changed = not torch.equal(cpu, torch.random.get_rng_state()) or (
+            cuda is not None and any(not torch.equal(a, b) for a, b in zip(cuda, torch.cuda.get_rng_state_all())))
+        if changed:
+            torch.random.set_rng_state(cpu)
+            if cuda is not None:
+                torch.cuda.set_rng_state_all(cuda)
+    if changed and not failed:
+        raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {RNG_REFUSAL}")
 
 
 class _SpecializeFloats(Exception):
