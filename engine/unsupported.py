@@ -108,6 +108,12 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
         "torch itself supports few ops on the others",
     ),
     Unsupported(
+        "a sparse (COO, CSR, CSC, BSR, BSC), mkldnn or nested tensor argument (satfuse.jit runs such calls "
+        "eagerly)",
+        r"plans take strided \(dense\) tensors only",
+        "the IR's tensors are strided, as nvFuser's are; torch's sparse kernels are their own",
+    ),
+    Unsupported(
         "a program that sets the random number generators' state itself (torch.manual_seed(42) inside the "
         "function) in satfuse.optimize or satfuse.jit (jit runs it eagerly): torch.compile(backend=\"satfuse\") "
         "takes it",

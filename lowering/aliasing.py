@@ -88,7 +88,8 @@ def pattern(inputs: Sequence[Any], written: Sequence[int] = ()) -> Pattern:
     """The aliasing pattern of ``inputs`` (see the module docstring); ``written``: positions of
     the inputs the program writes in place."""
     out: list[tuple] = []
-    tensors = [(i, x) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel() > 0]
+    tensors = [(i, x) for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel() > 0
+               and x.layout == torch.strided and not x.is_nested]  # no plan takes the others (capture refuses them)
     by_storage: dict[tuple, list[tuple[int, torch.Tensor]]] = {}
     for i, x in tensors:
         by_storage.setdefault((x.device, _storage_key(x)), []).append((i, x))

@@ -30,7 +30,8 @@ def run_on_copies(fn: Callable, args: tuple, kwargs: dict, state: Sequence[tuple
         return copies[id(x)]
 
     def _shadow(x: torch.Tensor) -> torch.Tensor:
-        if type(x) not in (torch.Tensor, torch.nn.Parameter) or x.is_conj() or x.is_neg() or x.layout != torch.strided:
+        if (type(x) not in (torch.Tensor, torch.nn.Parameter) or x.is_nested or x.is_conj() or x.is_neg()
+                or x.layout != torch.strided):
             return x.detach().clone()
         st = x.untyped_storage()
         key = st.data_ptr() if st.nbytes() else ("empty", id(x))

@@ -1329,3 +1329,23 @@ def test_a_program_that_seeds_the_generator_is_refused_and_leaves_the_caller_s_g
     torch._dynamo.reset()
     c = torch.compile(f, backend="satfuse")
     assert torch.equal(c(x), want) and torch.equal(c(x), want)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # torch's own: sparse CSR and nested tensors are "beta"
+def test_sparse_and_nested_arguments_are_refused_by_name_and_run_eagerly_under_jit():
+    """A sparse or nested tensor argument failed deep in capture (``Sparse CSR tensors do not have
+    strides``; jit's eager fallback asked for its storage and raised where eager works: found by
+    ``bench/reuse_report.py --all`` on ``sparse.sampled_addmm``). ``optimize`` names the argument and
+    its layout (a listed refusal); ``jit`` runs such calls eagerly."""
+    from satfuse.engine.capture import CaptureError
+    from satfuse.engine.unsupported import refused_as_listed
+
+    b = torch.randn(3, 3)
+    for a in (torch.randn(3, 3).to_sparse(), torch.randn(3, 3).to_sparse_csr()):
+        with pytest.raises(CaptureError, match="argument a is a sparse") as e:
+            satfuse.optimize(lambda a, b: a @ b, a, b)
+        assert refused_as_listed(e.value) is not None
+        torch.testing.assert_close(satfuse.jit(lambda a, b: a @ b)(a, b), a @ b)
+    n = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
+    got = satfuse.jit(lambda t: t * 2)(n)
+    assert all(torch.equal(g, w * 2) for g, w in zip(got.unbind(), n.unbind()))

@@ -242,6 +242,7 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
     assumed, so a plan without the range guard would be silently wrong at size 1.
     """
     kwargs = {**(call_kwargs or {}), **example_kwargs}
+    _strided_only(fn, example_inputs, kwargs)
     with TRACING, _generators_untouched(fn):
         if not symbolic_floats:
             return _capture(fn, example_inputs, kwargs, dynamic, name, None)
@@ -250,6 +251,21 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
         except _SpecializeFloats as again:
             log.capture.info("floats %s are guarded constants: %s", sorted(again.positions), again.why)
             return _capture(fn, example_inputs, kwargs, dynamic, name, again.positions)
+
+
+def _strided_only(fn: Callable, example_inputs: tuple, kwargs: dict) -> None:
+    """Plans take strided tensors: a sparse (COO, CSR, CSC, BSR, BSC), mkldnn or nested argument is
+    refused up front, by name (``engine/unsupported.py``), where tracing it failed on the first
+    stride or storage it asked for."""
+    leaves = pytree.tree_leaves((example_inputs, kwargs))
+    odd = [i for i, x in enumerate(leaves) if isinstance(x, torch.Tensor) and (x.layout != torch.strided or x.is_nested)]
+    if not odd:
+        return
+    x = leaves[odd[0]]
+    name = _leaf_names(fn, example_inputs, leaves, odd)[0]
+    kind = "a nested tensor" if x.is_nested else f"a {str(x.layout).replace('torch.', '')} tensor"
+    raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: argument {name} is {kind}: satfuse plans take "
+                       "strided (dense) tensors only")
 
 
 #: the refusal of a program that sets the random number generators' state (engine/unsupported.py)
