@@ -60,7 +60,10 @@ def _sample_for(op: Any, smp: Any, variant: str) -> Any | None:
     if variant == "out":
         return T._with_out(op, smp)
     if variant == "noncontig":
-        nc = smp.noncontiguous()
+        try:
+            nc = smp.noncontiguous()
+        except RuntimeError:  # a sparse sample has no strides to change
+            return None
         big = any(isinstance(t, torch.Tensor) and t.numel() > 1 for t in pytree.tree_leaves((nc.input, nc.args)))
         return nc if big else None
     return smp
