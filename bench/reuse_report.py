@@ -134,6 +134,8 @@ def run(op_id: str, dtype: torch.dtype, variant: str, mode: str) -> dict[str, An
                 return f(inp, *args, **kwargs)
 
             ts = [leaves[j] for j in pos]
+            if any(t.layout != torch.strided for t in ts):
+                continue  # the suite's copies and comparisons take strided tensors (satfuse refuses others by name)
             calls += 1
             try:
                 T._check_call(lambda *x: rebuilt(x, compiled), lambda *x: rebuilt(x, call), ts,
