@@ -84,7 +84,7 @@ def _samples(op_id: str, dtype: torch.dtype) -> tuple[Any, list[Any]]:
     if op_id in T.OPS:
         return T._raw_samples(op_id, dtype)
     db = T._op_db()
-    name, _, variant = op_id.partition(".") if (op_id, "") not in db else (op_id, "", "")
+    name, _, variant = op_id.rpartition(".") if (op_id, "") not in db else (op_id, "", "")
     op = db.get((name, variant)) or db.get((op_id, ""))
     if op is None:
         raise SystemExit(f"unknown op {op_id!r}")
