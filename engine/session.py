@@ -128,8 +128,10 @@ class SaturationReport:
 
 
 _RULESET = re.compile(r"^\(ruleset\s+([^\s()]+)\s*\)", re.M)
-#: analysis iterations per chunk (egglog stops a chunk early at the fixpoint): ahead of every phase iteration, and between node checks
-ANALYSIS_CHUNK = 10
+#: analysis iterations run ahead of every phase iteration, unchecked; the fixpoint is then reached one
+#: iteration at a time under the growth check (``_analysis``). One: a chunk of ten once ran on from
+#: 3,000 e-nodes to 1.4 million and then out of memory (nanquantile's gather step, static shapes)
+ANALYSIS_CHUNK = 1
 #: an analysis iteration that multiplies the e-graph by more than this (once it is past the floor)
 #: stops the analysis and the phases: the next one would multiply it again
 ANALYSIS_GROWTH = 8
@@ -521,8 +523,8 @@ class Session:
     def saturate(self, phases: Sequence[str], budget: Budget | None = None, analysis: str = "analysis") -> SaturationReport:
         """Run each phase (a ruleset) to saturation or to the budget, analysis rules in between.
 
-        A step runs the analysis rules to their fixpoint (up to ``ANALYSIS_CHUNK`` iterations,
-        then in further chunks with node checks) and then one iteration of the phase; a phase
+        A step runs ``ANALYSIS_CHUNK`` analysis iterations and one iteration of the phase, then
+        the analysis to its fixpoint an iteration at a time under the node and growth checks; a phase
         is saturated when a whole step changes nothing. Steps start as egglog's core ``run``:
         semi-naive (only new facts are searched), and no scheduler (creating egglog's back-off
         scheduler costs about 2 ms per ruleset and declares tables, so the session cannot go

@@ -1349,3 +1349,15 @@ def test_sparse_and_nested_arguments_are_refused_by_name_and_run_eagerly_under_j
     n = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
     got = satfuse.jit(lambda t: t * 2)(n)
     assert all(torch.equal(g, w * 2) for g, w in zip(got.unbind(), n.unbind()))
+
+
+def test_an_analysis_exploding_after_a_phase_step_stops_at_the_growth_check():
+    """``torch.nanquantile(x, q, dim=0, keepdim=True)`` on a [3, 2, 1, 2] tensor: after a gather
+    rule fires, shape broadcasting grows the e-graph 800 -> 3,000 -> 1.4 million e-nodes in two
+    analysis iterations, and the next would need hundreds of GB. The analysis ahead of each phase
+    step ran ten iterations unchecked (the OpInfo reuse run was killed at 16 GB); it now runs one,
+    and the rest under the growth check, which stops the saturation with a plan."""
+    x = torch.tensor([[[[0.5, -1.0]], [[2.0, float("nan")]]], [[[1.5, 3.0]], [[-2.0, 0.25]]],
+                      [[[0.0, 4.0]], [[1.0, -3.0]]]])
+    q = torch.tensor([0.25, 0.8])
+    check_optimize(lambda a, b: torch.nanquantile(a, b, dim=0, keepdim=True), x, q)
