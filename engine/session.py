@@ -584,6 +584,7 @@ class Session:
                         stop = StopReason("nodes", limit)
                         break
                     conflict = any(rep.analysis.get(r, 0) > before_analysis.get(r, 0) for r in CONFLICT_RULES)
+                    took = time.perf_counter() - t_step  # the step's cost is its analysis's too (the pace predicts it)
                 if conflict:
                     rep.conflicts = self.conflicts()
                     rep.suspects = list(dict.fromkeys(recent[0] + recent[1]))
