@@ -110,7 +110,9 @@ class Jitted:
         else:
             leaves, spec = pytree.tree_flatten((args, kwargs))
             inputs = [x for x in leaves if isinstance(x, _LEAF_TYPES)]
-            key = (spec, tuple(_const_key(x) for x in leaves if not isinstance(x, _LEAF_TYPES)))
+            # each constant with its position among the leaves: torch's pytree flattens None to a leaf, so
+            # (x, None, t) and (x, t, None) have one spec, and clamp(x, min=t) was served clamp(x, max=t)'s plan
+            key = (spec, tuple((i, _const_key(x)) for i, x in enumerate(leaves) if not isinstance(x, _LEAF_TYPES)))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             return self._autograd(user_args, kwargs)
         if any(isinstance(x, torch.Tensor) and _wrapped(x) for x in inputs):

@@ -275,3 +275,18 @@ def test_a_planning_failure_is_worded_as_satfuse_s_bug_and_a_listed_refusal_is_n
         torch.testing.assert_close(satfuse.jit(lambda t: t.sin() * 2)(x.clone()), x.sin() * 2)
     assert any("planning failed, a satfuse bug: IndexError: engine failure" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+def test_constants_in_other_positions_get_their_own_plan():
+    """torch's pytree flattens None to a leaf, so ``f(x, None, t)`` and ``f(x, t, None)`` have one
+    spec and the same constants: the cache key once lost where the None stood, and
+    ``clamp(x, min=t)`` was served the plan of ``clamp(x, max=t)`` (found by
+    ``bench/reuse_report.py --dtypes float16``: OpInfo's clamp samples 3 and 4)."""
+    def f(a, lo, hi):
+        return torch.clamp(a, lo, hi)
+
+    x, t = torch.randn(5, 4), torch.zeros(5, 4)
+    j = satfuse.jit(f)
+    for args in [(x, None, t), (x, t, None), (x, None, t), (x, t, t)]:
+        torch.testing.assert_close(j(*args), f(*args), rtol=0, atol=0)
+    assert len(j.cache) == 3
