@@ -128,10 +128,10 @@ class SaturationReport:
 
 
 _RULESET = re.compile(r"^\(ruleset\s+([^\s()]+)\s*\)", re.M)
-#: analysis iterations run ahead of every phase iteration, unchecked; the fixpoint is then reached one
-#: iteration at a time under the growth check (``_analysis``). One: a chunk of ten once ran on from
-#: 3,000 e-nodes to 1.4 million and then out of memory (nanquantile's gather step, static shapes)
-ANALYSIS_CHUNK = 1
+#: analysis iterations run ahead of every phase iteration (each under the growth check: ten in one
+#: unchecked command once ran on from 3,000 e-nodes to 1.4 million and then out of memory, in
+#: nanquantile's gather step); past them the fixpoint is reached after the phase iteration
+ANALYSIS_CHUNK = 10
 #: an analysis iteration that multiplies the e-graph by more than this (once it is past the floor)
 #: stops the analysis and the phases: the next one would multiply it again
 ANALYSIS_GROWTH = 8
@@ -500,6 +500,10 @@ class Session:
         return {k: v for k, v in sizes.items() if k in CONFLICT_RELATIONS and v}
 
     def _analysis(self, analysis: str, budget: Budget, rep: SaturationReport, limit: int) -> bool:
+        return self._analysis_steps(analysis, budget, rep, limit)[0]
+
+    def _analysis_steps(self, analysis: str, budget: Budget, rep: SaturationReport, limit: int,
+                        most: int | None = None) -> tuple[bool, bool, bool]:
         """Run the analysis rules to a fixpoint one iteration at a time, checking the e-graph
         after each; False (and a reported stop) if it passed the node budget or grew more than
         ``ANALYSIS_GROWTH`` times in one iteration (past ``ANALYSIS_GROWTH_FLOOR`` e-nodes): a
@@ -507,24 +511,27 @@ class Session:
         a dynamic group_norm backward's extents: 900 -> 4,700 -> 78,000 e-nodes, then 24 GB)."""
         step = f"(run {analysis} 1)"
         size = self.size()
-        for _ in range(max(1, budget.analysis_iterations)):
+        changed = False
+        for _ in range(max(1, budget.analysis_iterations) if most is None else most):
             out = self.run([step], "analysis")
             self._count(out, rep.analysis)
             if not out[0].report.iterations[-1].rule_set_report.changed:
-                return True
+                return True, changed, True
+            changed = True
             now = self.size()
             if now > limit or (now > ANALYSIS_GROWTH_FLOOR and now > ANALYSIS_GROWTH * size):
                 why = limit if now > limit else f"{ANALYSIS_GROWTH}x growth in one analysis iteration"
                 rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", why), nodes=now))
-                return False
+                return False, changed, False
             size = now
-        return True
+        return True, changed, most is None
 
     def saturate(self, phases: Sequence[str], budget: Budget | None = None, analysis: str = "analysis") -> SaturationReport:
         """Run each phase (a ruleset) to saturation or to the budget, analysis rules in between.
 
-        A step runs ``ANALYSIS_CHUNK`` analysis iterations and one iteration of the phase, then
-        the analysis to its fixpoint an iteration at a time under the node and growth checks; a phase
+        A step runs the analysis rules toward their fixpoint (up to ``ANALYSIS_CHUNK`` iterations)
+        and one iteration of the phase, then the rest of the analysis; every analysis iteration
+        is its own command under the node and growth checks; a phase
         is saturated when a whole step changes nothing. Steps start as egglog's core ``run``:
         semi-naive (only new facts are searched), and no scheduler (creating egglog's back-off
         scheduler costs about 2 ms per ruleset and declares tables, so the session cannot go
@@ -541,7 +548,6 @@ class Session:
         rep = SaturationReport()
         t_start = time.perf_counter()
         deadline = t_start + budget.seconds
-        lead = f"(run {analysis} {ANALYSIS_CHUNK})"
         known = self.size()  # e-nodes at the last reading
         limit = rep.node_limit = budget.node_limit(known)
         todo = list(phases)
@@ -558,11 +564,16 @@ class Session:
             seen: set[str] = set()  # rules of the phase that matched in some step
             for _ in range(budget.iterations):
                 n = pace.match_limit
-                step = (f"{lead} (run {phase} 1)" if n is None else
-                        f"{lead} (run-schedule (let-scheduler bo (back-off :match-limit {n} "
+                step = (f"(run {phase} 1)" if n is None else
+                        f"(run-schedule (let-scheduler bo (back-off :match-limit {n} "
                         f":ban-length {budget.ban_length})) (run-with bo {phase}))")
                 t_step = time.perf_counter()
-                lead_out, step_out = self.run([step], f"phase {phase}")
+                before_lead = dict(rep.analysis)
+                ok, lead_updated, lead_done = self._analysis_steps(analysis, budget, rep, limit, ANALYSIS_CHUNK)
+                if not ok:
+                    stop = StopReason("nodes", limit)
+                    break
+                (step_out,) = self.run([step], f"phase {phase}")
                 took = time.perf_counter() - t_step
                 pr.iterations += 1
                 pr.throttled |= n is not None
@@ -571,13 +582,11 @@ class Session:
                 applied = [k for k, v in counts.items() if v]
                 recent = [applied, recent[0]]
                 matched = _add_matches(counts, pr.matches)
-                lead_matches = lead_out.report.num_matches_per_rule
-                _add_matches(lead_matches, rep.analysis)
-                if not report.updated and not lead_out.report.updated:
+                if not report.updated and not lead_updated:
                     stop = StopReason("saturated")
                     break
-                conflict = any(lead_matches.get(r) for r in CONFLICT_RULES)
-                if not conflict and lead_out.report.iterations[-1].rule_set_report.changed:
+                conflict = any(rep.analysis.get(r, 0) > before_lead.get(r, 0) for r in CONFLICT_RULES)
+                if not conflict and not lead_done:
                     # the lead chunk did not reach the analysis fixpoint: finish it before the next step
                     before_analysis = dict(rep.analysis)
                     if not self._analysis(analysis, budget, rep, limit):

@@ -1330,6 +1330,17 @@ def test_a_program_that_seeds_the_generator_is_refused_and_leaves_the_caller_s_g
     c = torch.compile(f, backend="satfuse")
     assert torch.equal(c(x), want) and torch.equal(c(x), want)
 
+    def g(x):  # seeds and puts the state back (OpInfo's wrapper_set_seed): the draws are the seed's still
+        state = torch.get_rng_state()
+        torch.manual_seed(42)
+        out = torch.bernoulli(x)
+        torch.set_rng_state(state)
+        return out
+
+    with pytest.raises(CaptureError, match="random number generator state"):
+        satfuse.optimize(g, x)
+    assert torch.equal(satfuse.jit(g)(x), g(x))
+
 
 @pytest.mark.filterwarnings("ignore::UserWarning")  # torch's own: sparse CSR and nested tensors are "beta"
 def test_sparse_and_nested_arguments_are_refused_by_name_and_run_eagerly_under_jit():

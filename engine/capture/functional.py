@@ -40,6 +40,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .compat import is_inplace_variant
 from .eager_checks import probe_kernel, with_eager_check
 from .foreach import as_eager_runs_it, per_tensor
+from .generators import random_op_traced
 from .layouts import Diverged, LayoutDecisions, LayoutDivergenceError
 
 
@@ -851,6 +852,8 @@ class EagerRewrites(_OverlapCheck):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if torch.Tag.nondeterministic_seeded in func.tags:
+            random_op_traced()  # it would draw from the state the program set, if it set one
         if _is_inplace_view(func) and args and isinstance(args[0], torch.Tensor):
             # an input's own metadata: replayed on the caller's tensor when the plan returns (what
             # AOTAutograd's runtime does with an input's metadata mutation); refused here, not after

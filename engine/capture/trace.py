@@ -42,6 +42,7 @@ from .functional import (
     OverlappingInputWriteError,
     trace_functional,
 )
+from .generators import GeneratorWatch
 from .record import NotRecordable, recordable_inputs, trace_recorded
 from .symbols import range_guards, track_evaluations
 
@@ -277,25 +278,13 @@ RNG_REFUSAL = ("the program sets torch's random number generator state itself (t
 
 @contextmanager
 def _generators_untouched(fn: Callable) -> Iterator[None]:
-    """Capture leaves torch's default generators as it found them, and refuses a program that
-    changes their state. Tracing runs the program's Python code on fake tensors, whose random ops
-    draw nothing: a state that changed was set by the program itself (``torch.manual_seed(42)``),
-    which eager does at every call and a plan would not (its draws differed from eager's), and
-    which must not reach the caller's generator at capture."""
-    cpu = torch.random.get_rng_state()
-    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
-    failed = True
-    try:
+    """Capture leaves torch's default generators as it found them, and refuses a program that sets
+    their state (``generators.py``): its random ops drew from the caller's generator in the plan
+    where eager draws from the program's seed, and capture reseeded the caller's generator."""
+    watch = GeneratorWatch()
+    with watch:
         yield
-        failed = False
-    finally:
-        changed = not torch.equal(cpu, torch.random.get_rng_state()) or (
-            cuda is not None and any(not torch.equal(a, b) for a, b in zip(cuda, torch.cuda.get_rng_state_all())))
-        if changed:
-            torch.random.set_rng_state(cpu)
-            if cuda is not None:
-                torch.cuda.set_rng_state_all(cuda)
-    if changed and not failed:
+    if watch.set_by_program:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {RNG_REFUSAL}")
 
 
