@@ -508,7 +508,9 @@ class Session:
         after each; False (and a reported stop) if it passed the node budget or grew more than
         ``ANALYSIS_GROWTH`` times in one iteration (past ``ANALYSIS_GROWTH_FLOOR`` e-nodes): a
         chunk of iterations could grow past any budget before a check (shape broadcasting over
-        a dynamic group_norm backward's extents: 900 -> 4,700 -> 78,000 e-nodes, then 24 GB)."""
+        a dynamic group_norm backward's extents: 900 -> 4,700 -> 78,000 e-nodes, then 24 GB).
+        ``most``: stop after that many iterations. Returns (within the budget, changed anything,
+        reached the fixpoint or, without ``most``, the iteration budget)."""
         step = f"(run {analysis} 1)"
         size = self.size()
         changed = False
