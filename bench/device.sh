@@ -9,8 +9,8 @@
 #   bench/device.sh --prepare                         # egglog 13.2's cp312 bindings (stripped), expecttest: .dev/
 # Then run it there with carry [".nvf", ".dev"]:
 #   bash bench/device.sh [lane] [obligation] [opinfo] [bench]   # default: all four, in that order
-# Knobs: BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_OPS (op ids), OPINFO_LIMIT, OPINFO_JOBS,
-# OPINFO_TIMEOUT.
+# Knobs: LANE_TIMEOUT, BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_OPS (op ids), OPINFO_LIMIT,
+# OPINFO_JOBS, OPINFO_TIMEOUT, OBLIGATION_REPS, OBLIGATION_TIMEOUT (each of its three runs).
 #
 # Why not pip: the machine has no registry; satfuse needs only egglog.bindings (11 MiB stripped),
 # and its subpackages are linked into satfuse/ the way pyproject's package-dir maps them.
@@ -63,11 +63,11 @@ for s in "${steps[@]}"; do
   t0=$(date +%s)
   case $s in
     lane)
-      timeout 240 python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors \
+      timeout "${LANE_TIMEOUT:-240}" python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors \
         -m "nvfuser or cuda" -o addopts="" tests 2>&1 | tee "$OUT/lane.log" | tail -40 ;;
     obligation)
       for dn in cuda:512 cuda:8192 cpu:512; do  # the machine's CPU too: quieter than a shared dev box
-        timeout 90 python3 bench/obligation_check.py --device "${dn%:*}" --n "${dn#*:}" \
+        timeout "${OBLIGATION_TIMEOUT:-90}" python3 bench/obligation_check.py --device "${dn%:*}" --n "${dn#*:}" \
           --reps "${OBLIGATION_REPS:-100}" 2>&1
       done | tee "$OUT/obligation.log" ;;
     opinfo)
