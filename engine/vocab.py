@@ -112,8 +112,9 @@ def is_opaque(op: str) -> bool:
 
 #: an opaque node's keyword that is not torch's: per positional argument, the strides of the
 #: tensor eager's kernel read there, where capture saw them other than contiguous (None elsewhere).
-#: A CPU kernel can answer differently on a strided operand (its scalar path) than on a
-#: contiguous one (its vector path): the call gets its operand laid out as eager's was.
+#: A kernel can answer differently on a strided operand (a CPU kernel's scalar path) than on a
+#: contiguous one (its vector path), or refuse a layout (a CUDA kernel's alignment): the call gets
+#: its operand laid out as eager's was.
 EAGER_STRIDES = "_eager_strides"
 #: an opaque op's kwarg: the positions whose ``EAGER_STRIDES`` record is the layout of a copy eager's
 #: kernel read and capture erased (the plan holds the copy's source): laid out so at every call.

@@ -141,9 +141,11 @@ class _Fusion:
             if self.alias_pos or self.emitted.aliases:
                 raise self._error(e) from e
             self.on_torch = definition_from_text(self.emitted, frontend_ref)
-            log.lowering.warning("%s: nvFuser failed (%s: %s); the segment runs on torch ops (the reference "
-                                 "executor) from now on", self.emitted.name, type(e).__name__,
-                                 (str(e).strip().splitlines() or [""])[0][:200])
+            ops = sorted({n.op for n in self.emitted.lineno_map.values()})
+            log.lowering.warning("%s: nvFuser failed (%s: %s) on ops %s, operands %s; the segment runs on torch "
+                                 "ops (the reference executor) from now on", self.emitted.name, type(e).__name__,
+                                 (str(e).strip().splitlines() or [""])[0][:200], ", ".join(ops), _operands(args))
+            log.lowering.debug("%s: the definition nvFuser failed on:\n%s", self.emitted.name, self.emitted.source)
             return self.on_torch.execute(inputs, device=self.device)
         for i in self.alias_pos:  # a non-contiguous buffer was written through a contiguous copy
             if args[i] is not inputs[i]:
@@ -166,6 +168,16 @@ class _Fusion:
             text = self.plan_lines[line - 1].strip() if 0 < line <= len(self.plan_lines) else ""
             where = f" at plan line {line}: {text}" + (f" (IR: {node.outs[0].name} = {node.op})" if node else "")
         return _segment_error_type(type(e))(f"{self.emitted.name} failed{where}: {type(e).__name__}: {e}")
+
+
+def _operands(args: list) -> str:
+    """Each fusion input as dtype[shape]/stride (a scalar as its type): enough to reproduce a
+    frontend failure from the log."""
+    def one(x: Any) -> str:
+        if isinstance(x, torch.Tensor):
+            return f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}/{list(x.stride())}@{x.device.type}"
+        return type(x).__name__
+    return "(" + ", ".join(one(x) for x in args) + ")"
 
 
 @functools.cache

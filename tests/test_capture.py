@@ -218,3 +218,17 @@ def test_eager_kernels_on_the_cpu_decompositions_for_the_nvfuser_target():
     meta = capture(f, torch.randn(4, 8, device="meta"), torch.randn(8, device="meta")).trace
     assert {n.op for n in cpu.nodes} >= {"aten.gelu.default", "aten.native_layer_norm.default"}
     assert not any(n.op.startswith("aten.") for n in meta.nodes), meta
+
+
+def test_an_opaque_kernel_s_operand_layout_is_recorded_on_every_device():
+    """Eager's kernels read operands in the layout eager gave them, on a GPU too: SDPA pads a mask's
+    last dim to a multiple of 16 and slices it back, and CUDA's memory-efficient kernel refuses a
+    bias whose strides are not multiples of 4. Capture recorded the layout for CPU tensors only,
+    and the plan handed that kernel a contiguous bias (an H200: ``test_runs_on_nvfuser[kv]``
+    raised where eager ran). A meta capture, as for a GPU, records a transposed ``bmm`` operand."""
+    from satfuse.engine.vocab import EAGER_STRIDES
+
+    a, b = torch.empty(4, 2, 16, device="meta"), torch.empty(4, 3, 16, device="meta")
+    c = capture(lambda a, b: torch.bmm(a, b.transpose(1, 2)) * 2, a, b)
+    (bmm,) = [n for n in c.trace.nodes if n.op == "aten.bmm.default"]
+    assert bmm.kwargs[EAGER_STRIDES] == (None, (48, 1, 16))

@@ -1,4 +1,4 @@
-"""Which layout eager's CPU kernels read their operands in, where the answer depends on it.
+"""Which layout eager's kernels read their operands in, where the answer depends on it.
 
 ``cpu_kernel_vec`` runs a kernel's vector form over whole vectors of each contiguous inner row
 and its scalar form over the row's tail (and over every element of a row that is not
@@ -9,6 +9,11 @@ so eager's answer for an element depends on its position and on the operand's la
 runs as eager's own kernel in the plan (an opaque op), reading each operand laid out as eager's
 was (``eager_strides``, ``vocab.EAGER_STRIDES``): exact for intermediates and views, and for a
 caller's tensor the kernel reads directly (the plan passes it as it is).
+
+CUDA kernels are recorded alike: their layout can decide whether they run at all. SDPA pads a
+mask's last dim to a multiple of 16 and slices it back, and the memory-efficient kernel refuses a
+bias whose strides are not multiples of 4 (an H200, ``test_runs_on_nvfuser[kv]``): handed the
+plan's contiguous copy of the sliced bias, it raised where eager ran.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ def _hint(e: Any) -> int | None:
 
 
 def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple[Any, ...] | None, ...]:
-    """Per positional argument of ``node``, the strides of the CPU tensor eager's kernel reads
+    """Per positional argument of ``node``, the strides of the tensor eager's kernel reads
     there (extents: ``sym`` converts a symbolic one) when, at the example sizes, they are not
     contiguous and no two elements overlap but along expanded dims (None elsewhere, and for
     one-element tensors); empty when every operand is contiguous. At run time
@@ -39,7 +44,7 @@ def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple
     for a in node.args:
         val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
         s = None
-        if isinstance(val, torch.Tensor) and val.device.type == "cpu":
+        if isinstance(val, torch.Tensor):
             shape, strides = [_hint(e) for e in val.shape], [_hint(e) for e in val.stride()]
             if None not in shape and None not in strides and math.prod(shape) > 1:
                 expect, contiguous = 1, True
