@@ -381,12 +381,23 @@ class _Emitter:
         op, out = n.op, n.out
         ot = out.type
         args = list(n.args)
+        if op in ("floor", "ceil") and ot.dtype not in FLOAT_DTYPES:
+            # torch rounds an integer tensor to a copy of itself; nvFuser has no integer kernel for
+            # them (an INTERNAL ASSERT at compile on an H200)
+            h = self.broadcast_to(self.h[id(args[0])], ot.shape)
+            self.h[id(out)] = self.new(self.vn(out), f"fd.ops.set({h})", ot.shape, ot.dtype, self.bcast[h],
+                                       self.expanded.get(h, frozenset()))
+            return
         if op in COMPARISONS or op in ("logical_and", "logical_or"):
             c = _promote(args)  # eager tests its operands in their common dtype: int64 -2**63 is 0 beside int32
         elif op in LOGICAL:
             c = None
         else:
             c = ot.dtype
+        # Half and BFloat16 compute in Float, as torch's kernels do and nvFuser's arithmetic does by
+        # itself; nvFuser has no Half kernel for floor, ceil, isnan, isinf, relu, and more (INTERNAL
+        # ASSERTs on an H200: tests/test_opinfo.py on CUDA). Each of those is exact in Float.
+        c = "f32" if c in ("f16", "bf16") else c
         ops_txt = []
         for i, x in enumerate(args):
             if isinstance(x, Var) and x.is_tensor:
@@ -395,6 +406,9 @@ class _Emitter:
                     h = self.cast(h, "b8")
                 elif c is not None:
                     h = self.cast(h, c)
+                elif self.dtype.get(h) in ("f16", "bf16") or (op in ("isnan", "isinf") and
+                                                              self.dtype.get(h) in INT_DTYPES | {"b8"}):
+                    h = self.cast(h, "f32")  # a predicate of a Half (an integer never is nan or inf)
                 h = self.broadcast_to(h, ot.shape)
                 ops_txt.append(h)
             elif isinstance(x, Var):
@@ -439,9 +453,8 @@ class _Emitter:
             return
         dims = sorted({d % rank for d in dims})
         nvf = SUPPORT[op].nvf
-        low = self.dtype[h] in ("f16", "bf16")
-        if low and op in ("sum", "prod"):
-            h = self.cast(h, "f32")
+        if self.dtype[h] in ("f16", "bf16"):  # sums accumulate in Float; min and max are exact there, and
+            h = self.cast(h, "f32")            # nvFuser failed on a BFloat16 min (an H200)
         bc = frozenset(dims) if keepdim else frozenset()
         if keepdim:
             bc |= frozenset(i for i in self.bcast[h] if i not in dims)

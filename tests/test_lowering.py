@@ -195,3 +195,26 @@ def test_pad_of_bool_has_a_bool_value():
     plan = lower(c.trace, hints=c.symbol_hints, executor="reference")
     assert "value=fd.define_scalar(False, dtype=DataType.Bool)" in plan.source
     assert torch.equal(plan(x)[0], F.pad(x, (2, 2)))
+
+
+def test_forms_nvfuser_has_no_half_or_integer_kernel_for_compute_in_float_or_copy():
+    """nvFuser 0.2.36 has no Half/BFloat16 kernel for floor, ceil, isnan, isinf, relu or a min
+    reduction, and none for ceil of an integer: INTERNAL ASSERTs on an H200 (the OpInfo report on
+    CUDA), and an in-place or ``out=`` plan raised where eager ran. Each is exact in Float, and a
+    rounding of an integer is a copy, so the definitions say so. Captured on meta tensors, as for
+    a GPU; the plan's values are checked on the CPU by the reference executor elsewhere."""
+    import re
+
+    def f(x, y, i):
+        return torch.floor(x), torch.isnan(y), F.relu(x), y.amin(0), torch.ceil(i), torch.isinf(i), torch.trunc(x)
+
+    args = [torch.empty(4, 8, dtype=dt, device="meta") for dt in (torch.float16, torch.bfloat16, torch.int64)]
+    c = capture(f, *args)
+    plan = lower(c.trace, hints=c.symbol_hints, executor="reference")
+    src = "\n".join(e.source for e in plan.emitted.values())
+    defs = dict(re.findall(r"^\s*(\w+) = (.*)$", src, re.M))
+    called = re.findall(r"fd\.ops\.(floor|ceil|isnan|isinf|relu|min)\((\w+)", src)
+    assert {op for op, _ in called} >= {"floor", "isnan", "relu", "min", "isinf"}, src
+    for op, h in called:
+        assert "dtype=DataType.Float" in defs.get(h, ""), (op, h, src)
+    assert "fd.ops.ceil(" not in src and "fd.ops.set(" in src, src
