@@ -396,8 +396,8 @@ class _Emitter:
             c = ot.dtype
         # Half and BFloat16 compute in Float, as torch's kernels do and nvFuser's arithmetic does by
         # itself; nvFuser has no Half kernel for floor, ceil, isnan, isinf, relu, and more (INTERNAL
-        # ASSERTs on an H200: tests/test_opinfo.py on CUDA). Each of those is exact in Float.
-        c = "f32" if c in ("f16", "bf16") else c
+        # ASSERTs on an H200: tests/test_opinfo.py on CUDA). Each of those is exact in Float. An
+        # operand is first converted to the op's dtype (``k * x`` rounds a 0-d f64 ``k`` to Half).
         ops_txt = []
         for i, x in enumerate(args):
             if isinstance(x, Var) and x.is_tensor:
@@ -406,6 +406,8 @@ class _Emitter:
                     h = self.cast(h, "b8")
                 elif c is not None:
                     h = self.cast(h, c)
+                    if c in ("f16", "bf16"):
+                        h = self.cast(h, "f32")
                 elif self.dtype.get(h) in ("f16", "bf16") or (op in ("isnan", "isinf") and
                                                               self.dtype.get(h) in INT_DTYPES | {"b8"}):
                     h = self.cast(h, "f32")  # a predicate of a Half (an integer never is nan or inf)
