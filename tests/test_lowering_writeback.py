@@ -147,6 +147,26 @@ def f(x: "f32[4, 3]", i: "i64[2]"):
         p(torch.randn(4, 3), torch.tensor([0, 7]))
 
 
+def test_segments_of_one_definition_share_it_and_each_names_its_own_line():
+    """Segments whose definitions are one text but for names build one FusionDefinition (a stack
+    of identical blocks compiles each distinct definition once); an error still names the segment
+    that failed, its own plan line and its IR node, not those of the segment that built it."""
+    p = plan('''
+def f(x: "f32[2, 3]", w: "f32[3, 3]", i: "i64[2]", j: "i64[2]"):
+  s = index_select(x, 0, i)  # f32[2, 3]
+  a = mul(s, 2)  # f32[2, 3]
+  m = aten.mm.default(a, w)  # f32[2, 3]
+  t = index_select(m, 0, j)  # f32[2, 3]
+  b = mul(t, 2)  # f32[2, 3]
+  return (b,)
+''')
+    assert (p.stats()["segments"], p.stats()["definitions"]) == (2, 1)
+    x, w, ok = torch.randn(2, 3), torch.randn(3, 3), torch.tensor([1, 0])
+    torch.testing.assert_close(p(x, w, ok, ok)[0], (x[ok] * 2 @ w)[ok] * 2)
+    with pytest.raises(SegmentError, match=r"seg1 failed at plan line \d+: t = fd\.ops\.index_select.*\(IR: t = index_select\)"):
+        p(x, w, ok, torch.tensor([0, 7]))
+
+
 def test_segment_reading_a_view_of_the_buffer_does_not_alias():
     p = plan('''
 def f(x: "f32[3, 3]"):
