@@ -1372,3 +1372,23 @@ def test_an_analysis_exploding_after_a_phase_step_stops_at_the_growth_check():
                       [[[0.0, 4.0]], [[1.0, -3.0]]]])
     q = torch.tensor([0.25, 0.8])
     check_optimize(lambda a, b: torch.nanquantile(a, b, dim=0, keepdim=True), x, q)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_pow_by_a_half_is_eagers_sqrt_or_c_pow(dtype):
+    """Eager's pow by 0.5 and -0.5 is its sqrt and rsqrt kernel (sqrt(-inf) is nan, sqrt(-0.0) is
+    -0.0), except the CPU's f16 and bf16 kernels, which take C's pow in float (pow(-inf, 0.5) is
+    inf, pow(-0.0, 0.5) is +0.0) or round otherwise: ``_foreach_pow_([b], 0.5)`` of an f16 -inf
+    gave nan (jit fuzz 10010 #456). nvFuser's pow is C's, so the IR says sqrt where eager does."""
+    x = torch.tensor([-INF, -0.0, 0.0, INF, -1.0, 2.0, 0.3, NAN, 1e-3] * 3, dtype=dtype)
+
+    def f(t):
+        u = t.clone()
+        torch._foreach_pow_([u], 0.5)
+        return t.pow(0.5), t.pow(-0.5), u, t.clone().pow_(-0.5) > 2
+
+    check_optimize(f, x)
+    check_jit(f, (x,), (x[:5],))
+    if dtype == torch.float32:
+        c = satfuse.engine.capture(lambda t: t.pow(0.5) + t.pow(-0.5), x)
+        assert [n.op for n in c.trace.nodes][:2] == ["sqrt", "rsqrt"], c.trace

@@ -302,6 +302,13 @@ def _scalar_operand_in_op_math(b: Builder, y: Any) -> bool:
             and b.out_type.device == "cpu")
 
 
+def _root_exponent(b: Builder, x: Any, y: Any) -> bool:
+    """``pow(x, 0.5)`` or ``pow(x, -0.5)`` of a float tensor of the result's dtype."""
+    return (not isinstance(y, (Var, bool)) and isinstance(y, (int, float)) and y in (0.5, -0.5)
+            and isinstance(x, Var) and isinstance(x.type, TensorType) and b.out_type is not None
+            and x.type.dtype == b.out_type.dtype and b.out_type.dtype in FLOAT_DTYPES)
+
+
 def _binary(name: str) -> Callable:
     def conv(b: Builder, x: Any, y: Any, *rest: Any, alpha: Any = 1, **kw: Any) -> Var:
         if rest:
@@ -315,6 +322,13 @@ def _binary(name: str) -> Callable:
                 x, y = round_float(x, calc), round_float(y, calc)
         if name in ("remainder", "fmod"):
             _int_division_by(b, y)
+        if name == "pow" and _root_exponent(b, x, y):
+            # eager's pow by 0.5 and -0.5 is its sqrt and rsqrt kernel (CPU f32/f64, CUDA): sqrt(-inf) is
+            # nan and sqrt(-0.0) is -0.0 where C's pow gives inf and +0.0 (nvFuser's pow is C's); on the
+            # CPU, f16 takes C's pow in float and bf16's rsqrt rounds otherwise: eager's own kernel
+            if b.out_type.device == "cpu" and b.out_type.dtype in _HALVES:
+                raise NotInVocab(f"{b.out_type.dtype} pow by {y} on the CPU (eager's kernel: C's pow in float)")
+            return b.result(b("sqrt" if y == 0.5 else "rsqrt", x))
         if name == "pow" and not isinstance(y, Var) and y in (3, -2) and isinstance(x, Var) \
                 and b.out_type is not None and b.out_type.dtype == "bf16" and b.out_type.device == "cpu":
             # eager's CPU bf16 pow by 3 and -2 rounds the square first: (x*x)*x and 1/(x*x), each
