@@ -411,6 +411,9 @@ def _like(t: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
         return base.expand(t.shape)
     try:
         c = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+        # the gaps between its elements too: as_strided may read them, and eager's copy and the
+        # plan's must hold the same there (uninitialized memory made as_strided "differ")
+        c.as_strided((c.untyped_storage().nbytes() // c.element_size(),), (1,)).zero_()
         c.copy_(values)
     except RuntimeError:  # some other overlapping layout: give up on the layout, keep the values
         c = values.clone()
