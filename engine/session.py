@@ -136,6 +136,11 @@ ANALYSIS_CHUNK = 10
 #: stops the analysis and the phases: the next one would multiply it again
 ANALYSIS_GROWTH = 8
 ANALYSIS_GROWTH_FLOOR = 20_000
+#: an analysis iteration after one that grew the e-graph by this much runs from a snapshot (egglog's
+#: push/pop), and one that then passes the checks is undone: the e-graph is extracted as it was
+#: before it, not at 1.4 million e-nodes that took 17 s to serialize and extract (nanquantile's
+#: gather: 800 -> 890 -> 3,000 -> 1.4 million, the last iteration alone x460)
+ANALYSIS_SNAPSHOT_GROWTH = 2.0
 CONFLICT_RELATIONS = ("extent-conflict", "rank-conflict", "dtype-conflict")
 #: lang.egg's rules that fill them: a match in a run report means a conflict row
 CONFLICT_RULES = ("lang/dim-conflict", "lang/rank-conflict", "lang/dtype-conflict")
@@ -400,6 +405,8 @@ class Session:
             self.load(src)
         self._tmp: str | None = None
         self._has_program = False
+        #: how much the last analysis iteration grew the e-graph (``ANALYSIS_SNAPSHOT_GROWTH``)
+        self._analysis_growth = 1.0
         self.rulesets = [m for src in self.sources for m in _RULESET.findall(src.text)]
         if any(_is_lang(src) for src in self.sources):  # the engine's own packs need the language
             self.load(Source(LOADER_PATH, LOADER_TEXT))
@@ -515,16 +522,31 @@ class Session:
         size = self.size()
         changed = False
         for _ in range(max(1, budget.analysis_iterations) if most is None else most):
+            snapshot = self._analysis_growth >= ANALYSIS_SNAPSHOT_GROWTH
+            if snapshot:
+                self.run(["(push)"], "analysis snapshot")
             out = self.run([step], "analysis")
             self._count(out, rep.analysis)
-            if not out[0].report.iterations[-1].rule_set_report.changed:
+            grew = out[0].report.iterations[-1].rule_set_report.changed
+            now = self.size() if grew else size
+            exploded = now > limit or (now > ANALYSIS_GROWTH_FLOOR and now > ANALYSIS_GROWTH * size)
+            if snapshot:
+                # balanced either way: the pool's sessions keep one snapshot, their base
+                self.run(["(pop)"], "analysis rollback")
+                if grew and not exploded:
+                    out = self.run([step], "analysis")  # the same iteration, kept this time
+                    now = self.size()
+            if not grew:
                 return True, changed, True
-            changed = True
-            now = self.size()
-            if now > limit or (now > ANALYSIS_GROWTH_FLOOR and now > ANALYSIS_GROWTH * size):
+            if exploded:
                 why = limit if now > limit else f"{ANALYSIS_GROWTH}x growth in one analysis iteration"
+                if snapshot:
+                    why = f"{why}; that iteration undone, the e-graph extracted as it was before it ({size} e-nodes)"
+                    now = size
                 rep.phases.append(PhaseReport(analysis, stop=StopReason("nodes", why), nodes=now))
                 return False, changed, False
+            changed = True
+            self._analysis_growth = now / max(size, 1)
             size = now
         return True, changed, most is None
 
@@ -550,6 +572,7 @@ class Session:
         rep = SaturationReport()
         t_start = time.perf_counter()
         deadline = t_start + budget.seconds
+        self._analysis_growth = 1.0
         known = self.size()  # e-nodes at the last reading
         limit = rep.node_limit = budget.node_limit(known)
         todo = list(phases)
