@@ -94,12 +94,11 @@ class _Built:
     compiles) 4 definitions, not 1,380. Also the reference executor's stand-in, once nvFuser
     has failed on it."""
 
-    __slots__ = ("fd", "on_torch", "first_line")
+    __slots__ = ("fd", "on_torch")
 
     def __init__(self) -> None:
         self.fd: Any = None
         self.on_torch: Any = None
-        self.first_line: int | None = None  # where the segment that built it starts in the plan
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -123,8 +122,9 @@ class _Fusion:
     segments of the same definition), runs it."""
 
     def __init__(self, define: Callable, frontend: Any, emitted: EmittedSegment, plan_lines: list[str],
-                 first_line: int, real: bool, built: _Built):
+                 first_line: int, real: bool, built: _Built, owner: str):
         self.define = define
+        self.owner = owner  # the segment whose text the plan holds for this definition
         self.frontend = frontend
         self.emitted = emitted
         self.built = built
@@ -142,7 +142,6 @@ class _Fusion:
         self.nvf_device = self.device if self.device is not None and self.device.type == "cuda" else None  # nvFuser takes CUDA only
 
     def build(self) -> Any:
-        self.built.first_line = self.first_line
         fd = self.frontend.FusionDefinition()
         with fd:
             self.define(fd)
@@ -195,14 +194,17 @@ class _Fusion:
         rec = getattr(e, "satfuse_line", None)
         line = rec or line
         where = ""
-        owner = self.built.first_line  # the generated lines are those of the segment that built the definition
-        if line is not None and owner is not None and 0 <= line - owner < self.emitted.source.count("\n"):
-            line += self.first_line - owner  # this segment's own line of the same text
         if line is not None:
-            rel = line - self.first_line + 1
+            rel = line - self.first_line + 1  # a line of the definition, which may be another segment's text
             node = self.emitted.node_at(rel)
-            text = self.plan_lines[line - 1].strip() if 0 < line <= len(self.plan_lines) else ""
-            where = f" at plan line {line}: {text}" + (f" (IR: {node.outs[0].name} = {node.op})" if node else "")
+            own = self.emitted.source.splitlines()
+            if 0 < rel <= len(own):  # this segment's own spelling of that line
+                text = own[rel - 1].strip()
+                shared = "" if self.owner == self.emitted.name else f" ({self.owner}'s definition)"
+            else:
+                text = self.plan_lines[line - 1].strip() if 0 < line <= len(self.plan_lines) else ""
+                shared = ""
+            where = f" at plan line {line}{shared}: {text}" + (f" (IR: {node.outs[0].name} = {node.op})" if node else "")
         return _segment_error_type(type(e))(f"{self.emitted.name} failed{where}: {type(e).__name__}: {e}")
 
 
@@ -559,8 +561,13 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
            f"{f', {n_views} torch view(s)' if n_views else ''}; " \
            f"nvFuser {NVFUSER_VERSION} (nvfuser_direct) mapping; executor: {executor}"
     parts = [prov, "", prologue.source.rstrip("\n"), ""]
+    owners: dict[str, str] = {}  # definition_key -> the first segment with that definition
     for s in segments:
-        parts += ["@fusion", emitted[s.name].source.rstrip("\n"), ""]
+        owner = owners.setdefault(definition_key(emitted[s.name].source), s.name)
+        if owner == s.name:
+            parts += ["@fusion", emitted[s.name].source.rstrip("\n"), ""]
+        else:
+            parts += [f"{s.name} = fusion.shared({owner}, {s.name!r})  # {owner}'s definition, its names aside", ""]
     if wb.decisions:
         parts += ["# write-backs:"] + [f"#   {b}: {d}" for b, d in wb.decisions.items()] + [""]
     parts += main
@@ -572,14 +579,18 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     heads = {f"def {s.name}(fd):": s.name for s in segments}  # one pass (an index() per segment was quadratic)
     first_lines = {heads[ln]: k + 1 for k, ln in enumerate(plan_lines) if ln in heads}
 
-    built: dict[str, _Built] = {}
-
     def fusion(define: Callable) -> _Fusion:
-        em = emitted[define.__name__]
-        f = _Fusion(define, fe, em, plan_lines, first_lines[define.__name__], real,
-                    built.setdefault(definition_key(em.source), _Built()))
-        fusions[define.__name__] = f
+        name = define.__name__
+        f = fusions[name] = _Fusion(define, fe, emitted[name], plan_lines, first_lines[name], real, _Built(), name)
         return f
+
+    def shared(owner: _Fusion, name: str) -> _Fusion:
+        """Segment ``name``, whose definition is ``owner``'s but for its names: one built definition."""
+        f = fusions[name] = _Fusion(owner.define, fe, emitted[name], plan_lines, owner.first_line, real, owner.built,
+                                    owner.owner)
+        return f
+
+    fusion.shared = shared  # type: ignore[attr-defined]
 
     glob: dict[str, Any] = {}
     glob.update(prologue.glob)

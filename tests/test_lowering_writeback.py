@@ -148,9 +148,10 @@ def f(x: "f32[4, 3]", i: "i64[2]"):
 
 
 def test_segments_of_one_definition_share_it_and_each_names_its_own_line():
-    """Segments whose definitions are one text but for names build one FusionDefinition (a stack
-    of identical blocks compiles each distinct definition once); an error still names the segment
-    that failed, its own plan line and its IR node, not those of the segment that built it."""
+    """Segments whose definitions are one text but for names share one: the plan holds its text
+    once and builds one FusionDefinition (a stack of identical blocks compiles each distinct
+    definition once). An error still names the segment that failed, its own spelling of the line
+    and its IR node, not those of the segment whose text the plan holds."""
     p = plan('''
 def f(x: "f32[2, 3]", w: "f32[3, 3]", i: "i64[2]", j: "i64[2]"):
   s = index_select(x, 0, i)  # f32[2, 3]
@@ -163,7 +164,9 @@ def f(x: "f32[2, 3]", w: "f32[3, 3]", i: "i64[2]", j: "i64[2]"):
     assert (p.stats()["segments"], p.stats()["definitions"]) == (2, 1)
     x, w, ok = torch.randn(2, 3), torch.randn(3, 3), torch.tensor([1, 0])
     torch.testing.assert_close(p(x, w, ok, ok)[0], (x[ok] * 2 @ w)[ok] * 2)
-    with pytest.raises(SegmentError, match=r"seg1 failed at plan line \d+: t = fd\.ops\.index_select.*\(IR: t = index_select\)"):
+    assert "seg1 = fusion.shared(seg0, 'seg1')" in p.source and p.source.count("def seg") == 1, p.source
+    with pytest.raises(SegmentError, match=r"seg1 failed at plan line \d+ \(seg0's definition\): "
+                                           r"t = fd\.ops\.index_select.*\(IR: t = index_select\)"):
         p(x, w, ok, torch.tensor([0, 7]))
 
 
