@@ -406,8 +406,8 @@ class _Emitter:
                     h = self.cast(h, "b8")
                 elif c is not None:
                     h = self.cast(h, c)
-                    if c in ("f16", "bf16"):
-                        h = self.cast(h, "f32")
+                    if c in ("f16", "bf16") and op != "where":  # a selection keeps its values' bits (a
+                        h = self.cast(h, "f32")                 # NaN's payload, seen through a dtype view)
                 elif self.dtype.get(h) in ("f16", "bf16") or (op in ("isnan", "isinf") and
                                                               self.dtype.get(h) in INT_DTYPES | {"b8"}):
                     h = self.cast(h, "f32")  # a predicate of a Half (an integer never is nan or inf)

@@ -1392,3 +1392,19 @@ def test_pow_by_a_half_is_eagers_sqrt_or_c_pow(dtype):
     if dtype == torch.float32:
         c = satfuse.engine.capture(lambda t: t.pow(0.5) + t.pow(-0.5), x)
         assert [n.op for n in c.trace.nodes][:2] == ["sqrt", "rsqrt"], c.trace
+
+
+def test_a_selection_keeps_a_nan_s_bits_seen_through_a_dtype_view():
+    """Half/BFloat16 arithmetic runs in Float in a segment, but a ``where`` only selects: in Float,
+    CPU torch's ``where`` turned the NaN 0x7fc00000 into 0x7fffffff, so an f16 ``clamp_(nan, 0.5)``
+    stored 0x7fff where eager stores 0x7e00, and a bf16 view of it read nan instead of 4.25e37
+    (optimize --dtype-views fuzz 20003 #318)."""
+
+    def f(b):
+        t1 = b.view(torch.bfloat16)
+        b.clamp_(NAN, 0.5)
+        return (t1,)
+
+    check_optimize(f, torch.tensor(1.5, dtype=torch.float16))
+    check_optimize(lambda c, x: torch.where(c, x, x.flip(0)).view(torch.int16), torch.tensor([True, False]),
+                   torch.tensor([NAN, -NAN], dtype=torch.float16))
