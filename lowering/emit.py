@@ -44,6 +44,11 @@ RESERVED = frozenset({"fd", "DataType", "float", "int", "bool"})
 PREDICATES = {"eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "logical_not", "logical_and", "logical_or"}
 COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 LOGICAL = {"logical_not", "logical_and", "logical_or", "isnan", "isinf"}
+#: ops a Half/BFloat16 segment keeps in its own dtype, where every other computes in Float: they
+#: only select or clear a sign bit, so they keep the rest of a value's bits (a NaN's payload, read
+#: through a dtype view: in Float CPU torch's where rewrote 0x7fc00000 to 0x7fffffff, and a
+#: signaling NaN comes back quieted), and nvFuser has Half kernels for them
+_OWN_BITS = frozenset({"where", "abs"})
 
 
 class EmitError(IRError):
@@ -406,8 +411,8 @@ class _Emitter:
                     h = self.cast(h, "b8")
                 elif c is not None:
                     h = self.cast(h, c)
-                    if c in ("f16", "bf16") and op != "where":  # a selection keeps its values' bits (a
-                        h = self.cast(h, "f32")                 # NaN's payload, seen through a dtype view)
+                    if c in ("f16", "bf16") and op not in _OWN_BITS:
+                        h = self.cast(h, "f32")
                 elif self.dtype.get(h) in ("f16", "bf16") or (op in ("isnan", "isinf") and
                                                               self.dtype.get(h) in INT_DTYPES | {"b8"}):
                     h = self.cast(h, "f32")  # a predicate of a Half (an integer never is nan or inf)

@@ -1395,10 +1395,11 @@ def test_pow_by_a_half_is_eagers_sqrt_or_c_pow(dtype):
 
 
 def test_a_selection_keeps_a_nan_s_bits_seen_through_a_dtype_view():
-    """Half/BFloat16 arithmetic runs in Float in a segment, but a ``where`` only selects: in Float,
-    CPU torch's ``where`` turned the NaN 0x7fc00000 into 0x7fffffff, so an f16 ``clamp_(nan, 0.5)``
-    stored 0x7fff where eager stores 0x7e00, and a bf16 view of it read nan instead of 4.25e37
-    (optimize --dtype-views fuzz 20003 #318)."""
+    """Half/BFloat16 arithmetic runs in Float in a segment, but ``where`` only selects and ``abs``
+    only clears a sign bit. In Float, CPU torch's ``where`` turned the NaN 0x7fc00000 into
+    0x7fffffff, so an f16 ``clamp_(nan, 0.5)`` stored 0x7fff where eager stores 0x7e00, and a bf16
+    view of it read nan instead of 4.25e37 (optimize --dtype-views fuzz 20003 #318); an f16 ``abs_``
+    through a view of bf16 values quieted a signaling NaN's bits, another bf16 number (20004 #511)."""
 
     def f(b):
         t1 = b.view(torch.bfloat16)
@@ -1408,3 +1409,9 @@ def test_a_selection_keeps_a_nan_s_bits_seen_through_a_dtype_view():
     check_optimize(f, torch.tensor(1.5, dtype=torch.float16))
     check_optimize(lambda c, x: torch.where(c, x, x.flip(0)).view(torch.int16), torch.tensor([True, False]),
                    torch.tensor([NAN, -NAN], dtype=torch.float16))
+
+    def g(b):
+        b.view(torch.float16).abs_()
+        return (b * 1,)
+
+    check_optimize(g, torch.tensor([0x7C01, -0x03FF, 0x7E01, 0x3C00], dtype=torch.int16).view(torch.bfloat16))
