@@ -232,3 +232,24 @@ def test_an_opaque_kernel_s_operand_layout_is_recorded_on_every_device():
     c = capture(lambda a, b: torch.bmm(a, b.transpose(1, 2)) * 2, a, b)
     (bmm,) = [n for n in c.trace.nodes if n.op == "aten.bmm.default"]
     assert bmm.kwargs[EAGER_STRIDES] == (None, (48, 1, 16))
+
+
+def test_an_out_resize_of_an_input_is_refused_as_such_when_a_view_of_it_is_written_later():
+    """``bitwise_and(t0, t3, out=a)`` resizes the empty input ``a`` as eager resizes an ``out=``
+    tensor, which a plan cannot do to the caller's tensor (a listed refusal). Functionalization
+    re-derived the view ``t3`` from ``a``'s new shape, circular pad's copy into it looked like a
+    write eager refuses, and capture raised EagerError where eager returns (fuzz 20004 #53)."""
+    from satfuse.engine.unsupported import refused_as_listed
+
+    def f(a):
+        t0 = a.detach()
+        t3 = a.chunk(2, 0)[0]
+        t3.transpose_(0, 2)
+        torch.bitwise_and(t0, t3, out=a)
+        return (F.pad(t3, (0, 0), mode="circular"),)
+
+    a = torch.zeros((1, 0, 0), dtype=torch.bool)
+    f(a.clone())  # eager returns
+    with pytest.raises(CaptureError, match=r"an out= op resizes it \(\(1, 0, 0\) -> \(0, 0, 0\)\)") as e:
+        capture(f, a)
+    assert refused_as_listed(e.value), e.value
