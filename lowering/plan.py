@@ -117,6 +117,13 @@ def definition_key(source: str) -> str:
     return _WORD.sub(lambda m: names.get(m.group(0), m.group(0)), body)
 
 
+def _outline(source: str) -> tuple[int, str]:
+    """What two segments of one definition certainly share: their line counts and the op list of
+    their docstrings (``seg7: 3 ops (add, gt, where)`` without the name)."""
+    doc = source.split("\n", 2)[1]
+    return source.count("\n"), doc.partition(":")[2]
+
+
 class _Fusion:
     """What ``@fusion`` makes of ``def segN(fd)``: builds the definition once (shared with the
     segments of the same definition), runs it."""
@@ -562,8 +569,12 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
            f"nvFuser {NVFUSER_VERSION} (nvfuser_direct) mapping; executor: {executor}"
     parts = [prov, "", prologue.source.rstrip("\n"), ""]
     owners: dict[str, str] = {}  # definition_key -> the first segment with that definition
+    # only segments whose line count and op list another segment shares can share its definition:
+    # the key (a pass over the text) is taken for those alone (a 10k-op chain is one segment)
+    outline = Counter(_outline(emitted[s.name].source) for s in segments)
     for s in segments:
-        owner = owners.setdefault(definition_key(emitted[s.name].source), s.name)
+        src = emitted[s.name].source
+        owner = owners.setdefault(definition_key(src) if outline[_outline(src)] > 1 else s.name, s.name)
         if owner == s.name:
             parts += ["@fusion", emitted[s.name].source.rstrip("\n"), ""]
         else:
