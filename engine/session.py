@@ -516,6 +516,8 @@ class Session:
         ``ANALYSIS_GROWTH`` times in one iteration (past ``ANALYSIS_GROWTH_FLOOR`` e-nodes): a
         chunk of iterations could grow past any budget before a check (shape broadcasting over
         a dynamic group_norm backward's extents: 900 -> 4,700 -> 78,000 e-nodes, then 24 GB).
+        An iteration after one that grew the e-graph ``ANALYSIS_SNAPSHOT_GROWTH`` times runs from a
+        snapshot and is undone if it fails the checks, kept (run again) if it passes them.
         ``most``: stop after that many iterations. Returns (within the budget, changed anything,
         reached the fixpoint or, without ``most``, the iteration budget)."""
         step = f"(run {analysis} 1)"
@@ -534,7 +536,7 @@ class Session:
                 # balanced either way: the pool's sessions keep one snapshot, their base
                 self.run(["(pop)"], "analysis rollback")
                 if grew and not exploded:
-                    out = self.run([step], "analysis")  # the same iteration, kept this time
+                    self.run([step], "analysis")  # the same iteration, kept this time
                     now = self.size()
             if not grew:
                 return True, changed, True

@@ -141,6 +141,9 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
                     before.copy_(from_fun(after))
         return [from_fun(o) if isinstance(o, torch.Tensor) else o for o in outs]
 
+    def eager_run() -> list[Any] | None:  # the program as eager runs it (:func:`_eager_outputs`)
+        return _eager_outputs(flat_fn, fakes, sorted({i for i, *_ in check.restrides}))
+
     # preserve_node_meta: nodes a decomposition makes carry meta['original_aten'] (aten_map's reads_index);
     # a lazy GraphModule: capture reads the graph, never its Python code (generated on first use only)
     try:
@@ -153,7 +156,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             # input's views from its new shape, which can make a later op look like one eager refuses
             # (circular pad into a transposed view: fuzz 20004 #53); eager's own run says which
             try:
-                _eager_outputs(flat_fn, fakes, sorted({i for i, *_ in check.restrides}))
+                eager_run()
             except MetadataMutationError:
                 raise
             except Exception:  # noqa: BLE001 - any other verdict: the functional pass's error stands
@@ -163,7 +166,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         raise
     except Exception:
         if check.wrote:  # eager's verdicts on its own geometry come first (see ``_eager_outputs``)
-            _eager_outputs(flat_fn, fakes, sorted({i for i, *_ in check.restrides}))
+            eager_run()
         raise
     _refuse_strided_replays(gm.graph)
     muts, f_args, outs = found[-1]
@@ -172,7 +175,7 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
         # after a write, a functional view's strides are those of the new value, not eager's: the
         # geometry of returned views (and which outputs share memory) is read from a plain run of
         # the program on the fake inputs, which models eager's aliasing exactly
-        eager_outs = _eager_outputs(flat_fn, fakes, sorted({i for i, *_ in check.restrides}))
+        eager_outs = eager_run()
         if eager_outs is not None and len(eager_outs) == len(outs):
             for k, (a, e) in enumerate(zip(aliases, eager_outs)):
                 if a is not None and a.kind == "input" and isinstance(e, torch.Tensor):
