@@ -103,7 +103,7 @@ def _has_val(x: Any) -> bool:
 
 class FusionDefinition:
     def __init__(self) -> None:
-        self._prog: list[tuple[Callable, tuple, dict, int, int | None]] = []
+        self._prog: list[tuple[Callable, tuple, dict, int, tuple[Any, int] | None]] = []
         self._inputs: list[tuple[Val, tuple]] = []
         self._outputs: list[Val] = []
         self._aliases: list[tuple[Val, Val]] = []
@@ -132,7 +132,7 @@ class FusionDefinition:
         if kind == "scalar" and not _has_val(args) and not _has_val(list(kwargs.values())):
             return fn(*args, **kwargs)  # constant folding, as nvFuser does for Python numbers
         out = self._new(kind)
-        self._prog.append((fn, args, kwargs, out.idx, _caller_line()))
+        self._prog.append((fn, args, kwargs, out.idx, _call_site()))
         return out
 
     # ------------------------------------------------------------------ inputs
@@ -228,7 +228,7 @@ class FusionDefinition:
                 else:
                     slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
             except Exception as e:
-                e.satfuse_line = line  # type: ignore[attr-defined]  # the generated line that recorded the op
+                e.satfuse_line = _line_of(line)  # type: ignore[attr-defined]  # the generated line that recorded the op
                 raise
             for i in dead:
                 slots[i] = None
@@ -268,16 +268,26 @@ def _fresh(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.T
     return out
 
 
-def _caller_line() -> int | None:
-    """Line of the generated definition (compiled as ``<satfuse ...>``) that called an op."""
+def _call_site() -> tuple[Any, int] | None:
+    """Where the generated definition (compiled as ``<satfuse ...>``) called an op: its code and
+    instruction offset. The line is looked up only when the op fails (:func:`_line_of`): reading
+    ``f_lineno`` scans the code's line table from its start, and a 10k-op definition's table is long."""
     f = sys._getframe(2)
     for _ in range(6):
         if f is None:
             return None
         if f.f_code.co_filename.startswith("<satfuse"):
-            return f.f_lineno
+            return f.f_code, f.f_lasti
         f = f.f_back
     return None
+
+
+def _line_of(site: tuple[Any, int] | None) -> int | None:
+    """The source line of a :func:`_call_site`."""
+    if site is None:
+        return None
+    code, lasti = site
+    return next((line for start, end, line in code.co_lines() if start <= lasti < end), None)
 
 
 def _check_tensor(v: Val, spec: tuple, x: Any) -> None:
