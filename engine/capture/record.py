@@ -41,7 +41,6 @@ from .functional import (
     AliasInfo,
     EagerRewrites,
     FunctionalGraph,
-    OrderDependentWriteError,
     _is_inplace_view,
     _storage_id,
     _views,
@@ -49,7 +48,6 @@ from .functional import (
     alias_outputs,
     shared_outputs,
 )
-from .layouts import LayoutDecisions, LayoutDivergenceError
 
 aten = torch.ops.aten
 
@@ -88,12 +86,11 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
             rec.track(f, ph)
     check = EagerRewrites(fakes)
     autocast = _get_autocast_states()
-    with enable_python_dispatcher(), rec, check, LayoutDecisions(
-            check.diverged, lambda t: _storage_id(t) in check.written_any):
-        try:
-            outs = flat_fn(*fakes)
-        except LayoutDivergenceError as e:
-            raise OrderDependentWriteError(str(e)) from None
+    # no LayoutDecisions (layouts.py: a torch-function mode, half of the checks' overhead on
+    # GPT-style blocks): it acts on views of written tensors, where the recorder stops, and on views
+    # whose layout diverged from eager's, which its writes (each laid out as its target) never make
+    with enable_python_dispatcher(), rec, check:
+        outs = flat_fn(*fakes)
     if autocast != _get_autocast_states() or check.restrides:
         raise NotRecordable("the program changes state a plan carries back")
     if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outs):
