@@ -235,7 +235,13 @@ def test_a_class_egglog_serialized_as_a_placeholder_is_never_chosen():
 
 def random_egraph(seed: int, n_classes: int = 8, max_nodes: int = 3, max_kids: int = 3,
                   back_edge: float = 0.35) -> tuple[EGraphView, list[str], dict[str, float]]:
-    """A random e-graph that always has an acyclic program, and usually has cycles too.
+    """A random e-graph that always has an acyclic program, and usually has cycles too."""
+    return load(*random_classes(seed, n_classes, max_nodes, max_kids, back_edge))
+
+
+def random_classes(seed: int, n_classes: int = 8, max_nodes: int = 3, max_kids: int = 3,
+                   back_edge: float = 0.35) -> tuple[dict[str, list], list[str]]:
+    """:func:`random_egraph`'s classes and roots.
 
     Class i's first node only uses classes < i (so an acyclic term exists); its other
     nodes use any class with probability ``back_edge`` of pointing at a class >= i
@@ -254,7 +260,7 @@ def random_egraph(seed: int, n_classes: int = 8, max_nodes: int = 3, max_kids: i
             ns.append((f"op{k}", kids, float(rng.randint(0, 20))))
         classes[f"c{i}"] = ns
     roots = sorted({f"c{rng.randrange(n_classes // 2, n_classes)}" for _ in range(rng.randint(1, 3))})
-    return load(classes, roots)
+    return classes, roots
 
 
 def brute_force(view: EGraphView, roots: list[str], cost: dict[str, float]) -> float:
@@ -396,3 +402,59 @@ def test_members_of_a_bitset_far_above_bit_zero():
         s = bin(bits)[2:]
         want = [len(s) - 1 - i for i, ch in enumerate(s) if ch == "1"]
         assert _members(bits) == want
+
+
+def _chain_over_gadgets(n_chain: int, n_gadgets: int) -> dict:
+    """A long chain of classes with one node each over ``n_gadgets`` copies of a choice greedy
+    gets wrong: ``a`` has a cheap leaf (5) and a node (1) using ``x`` (5), which ``b`` uses anyway,
+    so the DAG optimum takes the second (each gadget 7 instead of 11)."""
+    classes: dict = {}
+    tops = []
+    for i in range(n_gadgets):
+        classes[f"x{i}"] = [("x", [], 5.0)]
+        classes[f"a{i}"] = [("leaf", [], 5.0), ("use", [f"x{i}"], 1.0)]
+        classes[f"b{i}"] = [("b", [f"x{i}"], 1.0)]
+        classes[f"f{i}"] = [("f", [f"a{i}", f"b{i}"], 0.0)]
+        tops.append(f"f{i}")
+    classes["c0"] = [("join", tops, 0.0)]
+    for i in range(1, n_chain):
+        classes[f"c{i}"] = [("step", [f"c{i - 1}"], 1.0)]
+    return classes
+
+
+def test_hybrid_enumerates_a_choice_under_a_large_fixed_part():
+    """A 30,000-class program pruned around its greedy answer leaves one choice: the classes every
+    answer reaches alike are left out of the exact step, which enumerates the choice (it was an ILP
+    over every class, which ran out of its time limit with no answer on 10k-op GPT blocks)."""
+    view, roots, cost = load(_chain_over_gadgets(30_000, 1), ["c29999"])
+    g = extract(view, roots, cost, method="greedy-dag")
+    h = extract(view, roots, cost, method="hybrid")
+    check(view, roots, h.choice)
+    assert g.dag_cost == 29_999 + 11
+    assert h.dag_cost == 29_999 + 7, h.note
+    assert "enumerated" in h.note
+
+
+def test_hybrid_ilp_leaves_the_fixed_part_out():
+    """Twenty independent choices (2**20 combinations) under a 5,000-class chain: the ILP gets a
+    variable for the choices and what only they reach, and finds every gadget's optimum."""
+    view, roots, cost = load(_chain_over_gadgets(5_000, 20), ["c4999"])
+    h = extract(view, roots, cost, method="hybrid", timeout=20.0)
+    check(view, roots, h.choice)
+    assert h.dag_cost == 4_999 + 20 * 7, h.note
+    assert h.note == "optimal"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fuzz_hybrid_with_a_fixed_part_is_valid_and_never_worse_than_greedy(seed):
+    """Random e-graphs (back edges included) under a chain of one-node classes: what the fixed
+    part leaves out of the exact step never makes its answer invalid or worse than greedy's."""
+    classes, roots = random_classes(3000 + seed, n_classes=60, max_nodes=3, back_edge=0.4)
+    classes["chain0"] = [("join", roots, 1.0)]
+    for i in range(1, 300):
+        classes[f"chain{i}"] = [("step", [f"chain{i - 1}"], 1.0)]
+    view, top, cost = load(classes, ["chain299"])
+    g = extract(view, top, cost, method="greedy-dag")
+    h = extract(view, top, cost, method="hybrid")
+    check(view, top, h.choice)
+    assert h.dag_cost <= g.dag_cost + EPS
