@@ -518,6 +518,10 @@ class _OverlapCheck(TorchDispatchMode):
     # meta tensors from the geometry of the tensor it views.
     def __enter__(self) -> "_OverlapCheck":
         self.views: dict[int, tuple[Any, tuple[list[int], list[int], int]]] = {}
+        # eager's geometry of a view op's results by (op, dtype, operand geometry, arguments): the
+        # same view of the same geometry recurs in every block of a model, and a replay on meta
+        # tensors costs more than the fake op it checks
+        self.replays: dict[tuple, list] = {}
         _EAGER_VIEWS.table = self.views
         return super().__enter__()
 
@@ -534,8 +538,6 @@ class _OverlapCheck(TorchDispatchMode):
 
     def _record_views(self, func: Any, args: tuple, kwargs: dict, out: Any,
                       geometry: tuple[list[int], list[int], int] | None = None) -> None:
-        from torch.utils._python_dispatch import _disable_current_modes
-
         leaves = pytree.tree_leaves((args[1:], kwargs))
         if any(isinstance(x, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
             return
@@ -544,23 +546,53 @@ class _OverlapCheck(TorchDispatchMode):
         if geometry is None:
             return
         sz, st, off = geometry
-        need = off + (sum((n - 1) * t for n, t in zip(sz, st)) + 1 if all(sz) else 0)
         try:
-            with _disable_current_modes(), torch._C._DisablePythonDispatcher():  # eager's C++ view kernels
-                buf = torch.empty(max(need, 1), dtype=x.dtype, device="meta").untyped_storage()
-                m = torch.empty(0, dtype=x.dtype, device="meta").set_(buf, off, sz, st)
-                res = func(m, *args[1:], **kwargs)
-        except Exception:  # noqa: BLE001 - a view meta cannot replay: keep functionalization's geometry
-            return
+            key = (func, x.dtype, tuple(sz), tuple(st), off, _frozen(args[1:]), _frozen(kwargs))
+            hash(key)
+        except TypeError:
+            key = None
+        found = self.replays.get(key) if key is not None else None
+        if found is None:
+            found = _replay_view(func, x.dtype, sz, st, off, args[1:], kwargs)
+            if found is None:
+                return
+            if key is not None:
+                self.replays[key] = found
         outs = out if isinstance(out, (list, tuple)) else [out]
-        metas = res if isinstance(res, (list, tuple)) else [res]
-        for o, r in zip(outs, metas):
-            if isinstance(o, torch.Tensor) and isinstance(r, torch.Tensor):
-                self.views[id(o)] = (o, ([int(n) for n in r.size()], [int(t) for t in r.stride()],
-                                         int(r.storage_offset())))
+        for o, r in zip(outs, found):
+            if isinstance(o, torch.Tensor) and r is not None:
+                self.views[id(o)] = (o, (list(r[0]), list(r[1]), r[2]))
 
 
-#: the view geometry table of the active :class:`_OverlapCheck` (None outside capture's first pass)
+def _frozen(a: Any) -> Any:
+    """``a`` with its lists (shapes, dims) as tuples, for a key; dicts as sorted item tuples."""
+    if isinstance(a, (list, tuple)):
+        return tuple(_frozen(x) for x in a)
+    if isinstance(a, dict):
+        return tuple(sorted((k, _frozen(v)) for k, v in a.items()))
+    return a
+
+
+def _replay_view(func: Any, dtype: torch.dtype, sz: list[int], st: list[int], off: int, rest: tuple,
+                 kwargs: dict) -> list | None:
+    """``func`` on a meta tensor of the geometry ``(sz, st, off)`` by eager's C++ view kernels:
+    each result's (sizes, strides, offset), None per non-tensor result; None where meta cannot
+    replay it (functionalization's geometry is then all there is)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    need = off + (sum((n - 1) * t for n, t in zip(sz, st)) + 1 if all(sz) else 0)
+    try:
+        with _disable_current_modes(), torch._C._DisablePythonDispatcher():
+            buf = torch.empty(max(need, 1), dtype=dtype, device="meta").untyped_storage()
+            m = torch.empty(0, dtype=dtype, device="meta").set_(buf, off, sz, st)
+            res = func(m, *rest, **kwargs)
+    except Exception:  # noqa: BLE001 - a view meta cannot replay
+        return None
+    metas = res if isinstance(res, (list, tuple)) else [res]
+    return [([int(n) for n in r.size()], [int(t) for t in r.stride()], int(r.storage_offset()))
+            if isinstance(r, torch.Tensor) else None for r in metas]
+
+
 _EAGER_VIEWS = threading.local()
 
 
