@@ -1250,10 +1250,10 @@ def test_out_write_through_a_gapped_unfold_is_checked_like_an_in_place_one():
         assert torch.equal(got_a, want_a)
 
 
-def test_write_after_an_inputs_in_place_view_op_is_refused_for_every_write_op():
+def test_write_to_an_input_with_an_in_place_view_op_is_refused_for_every_write_op():
     """``d.transpose_(0, 1)`` then ``d.scatter_(...)`` (or ``sin(d, out=d)``): a plan writes the
-    caller's buffer at its own geometry and replays transpose_ at the end, so a write after the
-    input's in-place view op is refused, whichever op writes (optimize fuzz 9981 #824: scatter_ was
+    caller's buffer at its own geometry and replays transpose_ at the end, so a write before or after
+    the input's in-place view op is refused, whichever op writes (optimize fuzz 9981 #824: scatter_ was
     not seen as a data write of the restrided input and the plan wrote the elements transposed).
     jit runs such calls eagerly, equal to eager."""
     from satfuse.engine.unsupported import refused_as_listed
@@ -1268,8 +1268,14 @@ def test_write_after_an_inputs_in_place_view_op_is_refused_for_every_write_op():
         torch.neg(d, out=d)
         return d[0] * 1
 
+    def h(c, i3):  # written first: index_add_ leaves the value contiguous, and t_ gives back the caller's
+        c.index_add_(-1, i3, torch.zeros_like(c).narrow(-1, 0, 1))  # strides (optimize fuzz 9842 #1980)
+        c.transpose_(0, 1)
+        return (c.transpose(-2, 0),)
+
     cases = [(f, lambda: [torch.zeros(2, 0), torch.tensor([[-3, 1], [3, 1]]), torch.tensor([[1, 0]])]),
-             (g, lambda: [torch.tensor([[-3, 1], [3, 1]])])]
+             (g, lambda: [torch.tensor([[-3, 1], [3, 1]])]),
+             (h, lambda: [torch.arange(4.0).reshape(2, 2).t(), torch.tensor([1])])]
     for fn, make in cases:
         args = make()
         with pytest.raises(CaptureError, match="is written too") as e:

@@ -212,6 +212,11 @@ def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence
             out.append(_InputMutation(False, False))
             continue
         value = torch._from_functional_tensor(f_arg.elem)
+        if i in restrided and has_data_mutation(f_arg):
+            # asked before AOTAutograd's predicate, which compares the caller's geometry with the
+            # written value's: index_add_ leaves a transposed input's value contiguous, and a t_()
+            # after it gives the caller's strides back, a "no metadata change" (fuzz 9842 #1980)
+            raise MetadataMutationError(_restrided_and_written(i))
         if has_metadata_mutation(f_arg, arg, check_only_storage_mutation=False):
             if i not in restrided or has_data_mutation(f_arg) or has_metadata_mutation(
                     f_arg, arg, check_only_storage_mutation=True):
@@ -239,8 +244,8 @@ def _metadata_changed(i: int) -> str:
 
 def _restrided_and_written(i: int) -> str:
     return (f"input #{i} has its metadata changed in place (t_, unsqueeze_, ...) and is written too: a plan "
-            "writes the caller's buffer at its own geometry; use the out-of-place view (x = x.t()) for the "
-            "write, or write before changing the metadata")
+            "writes the caller's buffer at the geometry it was passed in and replays the metadata change after "
+            "the call; use the out-of-place view (x = x.t()) instead of the in-place one")
 
 
 #: the in-place view ops whose effect on an input a plan replays on the caller's tensor at the end
