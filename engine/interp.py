@@ -11,7 +11,17 @@ from typing import Any, Sequence
 import sympy
 
 from .ir import IRError, ScalarType, TensorType, Trace, Var
-from .vocab import CREATION, EAGER_COPIES, EAGER_STRIDES, IMPLS, is_opaque, laid_out, resolve_opaque
+from .vocab import (
+    CREATION,
+    EAGER_COPIES,
+    EAGER_STRIDES,
+    IMPLS,
+    is_opaque,
+    laid_out,
+    resolve_opaque,
+    writes_first_operand,
+    written,
+)
 
 
 def bind_symbols(trace: Trace, inputs: Sequence[Any]) -> dict[sympy.Symbol, int]:
@@ -52,6 +62,8 @@ def run_node(n: Any, vals: dict[int, Any], env: dict, inputs: frozenset[int] = f
         copies = kwargs.pop(EAGER_COPIES, ())
         args = [a if s is None or (i not in copies and isinstance(v, Var) and id(v) in inputs) else laid_out(a, s)
                 for i, (a, v, s) in enumerate(zip(args, n.args, layouts))] + list(args[len(layouts):])
+        if args and writes_first_operand(n.op):
+            args[0] = written(args[0])
         out = resolve_opaque(n.op)(*args, **kwargs)
         return list(out) if isinstance(out, (tuple, list)) else [out]
     if n.op in CREATION:

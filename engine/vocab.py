@@ -16,6 +16,7 @@ broadcasts explicit for nvFuser.
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from functools import reduce
@@ -158,6 +159,33 @@ def laid_out(x: Any, strides: tuple[int, ...] | None) -> Any:
     out = torch.empty_strided(base.shape, strides, dtype=x.dtype, device=x.device)
     out.copy_(base)
     return out.expand(x.shape)
+
+
+def written(x: Any) -> Any:
+    """A fresh copy of ``x`` in ``x``'s own layout, for an in-place kernel to write: an opaque op
+    that is an in-place overload (:func:`writes_first_operand`) is the value an in-place op of the
+    program wrote into its first operand, and eager's kernel for it loops by the written tensor's
+    layout (on a strided target, a complex multiply that overflows is nan+infj, where the
+    out-of-place kernel gives -inf+infj). The plan's tensors stay as they were."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    if non_overlapping(x.shape, x.stride()):
+        out = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+    else:  # eager refuses to write such a tensor; the program's op was not on it
+        out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return out.copy_(x)
+
+
+@functools.cache
+def writes_first_operand(op: str) -> bool:
+    """The opaque op ``op`` is an in-place overload (``aten.mul_.Tensor``): capture names so the
+    value a program's in-place op wrote (``capture/aten_map.py``), and the plan runs it on a
+    :func:`written` copy of its first operand."""
+    try:
+        args = resolve_opaque(op)._schema.arguments
+    except (IRError, AttributeError):
+        return False
+    return bool(args) and args[0].alias_info is not None and args[0].alias_info.is_write
 
 
 def dense(x: Any) -> Any:

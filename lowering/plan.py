@@ -49,6 +49,8 @@ from satfuse.engine.vocab import (
     is_opaque,
     laid_out,
     resolve_opaque,
+    writes_first_operand,
+    written,
 )
 
 from . import frontend_ref, nvfuser_probe
@@ -471,6 +473,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                 copies = n.kwargs.get(EAGER_COPIES, ())
                 parts = [_operand(a, s, i in copies, eager_laid, r)
                          for i, (a, s) in enumerate(itertools.zip_longest(n.args, eager_layouts[:len(n.args)]))]
+                if parts and writes_first_operand(n.op):  # the program's in-place kernel, on a copy of its target
+                    parts[0] = f"written({parts[0]})"
                 parts += [f"{k}={r.value(v, 'list')}" for k, v in n.kwargs.items() if k not in EAGER_RECORDS]
                 target = f"[{defs[0]}]" if len(defs) == 1 and _returns_list(n.op) else ", ".join(defs)
                 # aten and prims are globals of the plan; any other library's ops by their full path
@@ -607,7 +611,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     glob.update(prologue.glob)
     glob.update({"fusion": fusion, "DataType": fe.DataType, "torch": torch,
                  "aten": torch.ops.aten, "prims": torch.ops.prims, "eager": EAGER, "inplace": IN_PLACE, "laid_out": laid_out,
-                 "dense": dense,
+                 "dense": dense, "written": written,
                  "dtype_view": dtype_view,
                  "__name__": "satfuse_plan"})
     glob.update(consts)

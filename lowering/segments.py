@@ -32,7 +32,7 @@ from typing import Any, Union
 import sympy
 from satfuse.engine.fallible import consumes_rng
 from satfuse.engine.ir import Node, TensorType, Trace, Var
-from satfuse.engine.vocab import is_opaque, resolve_opaque
+from satfuse.engine.vocab import is_opaque, resolve_opaque, writes_first_operand
 
 from .checks import can_raise
 from .support import fallback_reason, is_view, segment_input_vars
@@ -95,6 +95,8 @@ def opaque_aliasing(op: str) -> list[bool]:
         schema = resolve_opaque(op)._schema
     except Exception:  # unknown op: assume every result may alias every input
         return [True] * 8
+    if writes_first_operand(op):  # the plan runs it on a copy of its target (vocab.written)
+        return [False] * max(1, len(schema.returns))
     return [r.alias_info is not None for r in schema.returns] or [False]
 
 

@@ -981,6 +981,42 @@ def test_complex_addcmul_and_addcdiv_run_eagers_kernels():
     check_optimize(lambda b, t: b.lerp(t, 0.3), torch.tensor([1 + 2j, 2 - 1j]), torch.tensor([3 - 1j, 2 + 2j]))
 
 
+def test_complex_inplace_kernel_on_a_strided_target_is_eagers():
+    """eager's in-place complex multiply loops by the written tensor's layout: on a strided target
+    an overflowing product is nan+infj where the out-of-place kernel (also into a strided ``out=``)
+    gives -inf+infj. The plan computed ``mul`` and copied the value in; the node functionalization
+    (or the recorder) makes for an in-place op's value now says so, and an opaque one runs as eager's
+    ``mul_`` on a copy laid out as its target (found by ``bench/reuse_report.py --dtypes complex64``,
+    ``mul``'s in-place variant on OpInfo reference sample 64)."""
+    big = complex(-1e20, -1e20)
+    y = torch.tensor([big, complex(-1e20, 1e20), complex(1e20, -1e20), complex(1e20, 1e20)])
+
+    def strided() -> torch.Tensor:
+        return torch.full((8,), big, dtype=torch.complex64)[::2]
+
+    def same(a: torch.Tensor, b: torch.Tensor) -> None:
+        torch.testing.assert_close(torch.view_as_real(a), torch.view_as_real(b), equal_nan=True, rtol=0, atol=0)
+
+    def inplace(x, y):
+        return x.mul_(y)
+
+    def through_a_view(x, y):
+        t = x * 2
+        u = t[::2]
+        u.mul_(y)
+        return t + 0, u + 1
+
+    for fn, make in ((inplace, strided), (inplace, lambda: strided().contiguous()),
+                     (through_a_view, lambda: torch.full((8,), big / 2, dtype=torch.complex64))):
+        for run in (satfuse.optimize(fn, make(), y), satfuse.jit(fn)):
+            ex, sx = make(), make()
+            want, got = fn(ex, y), run(sx, y)
+            for w, g in zip(want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)):
+                same(w, g)
+            same(ex, sx)
+    assert torch.isnan(inplace(strided(), y)[0].real)  # eager's in-place answer, which the plan now gives
+
+
 def test_layer_norm_without_bias_adds_eagers_zero():
     """eager's CPU layer_norm adds its zero bias, so an exactly-zero result is +0.0; atan2 shows the
     sign (found by bench/fuzz.py, optimize seed 1101 #56: -pi where eager gives pi). The add-zero

@@ -14,6 +14,7 @@ import torch
 
 from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
 from ..vocab import BINARY, EAGER_COPIES, EAGER_STRIDES, UNARY, prod_extents
+from .compat import INPLACE_OF, functional_variant
 from .eager_paths import eager_copies, eager_strides
 
 aten = torch.ops.aten
@@ -72,6 +73,9 @@ class Builder:
         kwargs = {k: self.c.value(v) for k, v in self.n.kwargs.items()}
         if hasattr(tgt, "_opname"):
             name = f"{tgt.namespace}.{tgt._opname}.{tgt._overloadname}"
+            inplace = _inplace_of(self.n, tgt)
+            if inplace is not None:  # eager's in-place kernel made this value: the plan runs it (on a copy)
+                name = f"{inplace.namespace}.{inplace._opname}.{inplace._overloadname}"
         elif isinstance(tgt, torch._ops.HigherOrderOperator):  # auto_functionalized_v2: a custom op that writes
             name = f"higher_order.{tgt.name()}"
         else:
@@ -104,6 +108,21 @@ class Builder:
     def fresh(self, v: Var) -> Any:
         """The result is a new tensor holding ``v`` (clone)."""
         return v
+
+
+def _inplace_of(n: torch.fx.Node, tgt: Any) -> Any:
+    """The program's in-place op whose value ``n`` (a call of ``tgt``) computes (``compat.INPLACE_OF``),
+    where its result is laid out as the written operand: eager's in-place kernel writes it there,
+    and its loop takes another path than the out-of-place kernel's on a strided target (a complex
+    multiply that overflows: nan+infj against -inf+infj). None elsewhere."""
+    op = (n.meta.get("custom") or {}).get(INPLACE_OF)
+    if op is None or functional_variant(op) is not tgt or not n.args or not isinstance(n.args[0], torch.fx.Node):
+        return None
+    val, target = n.meta.get("val"), n.args[0].meta.get("val")
+    if not (isinstance(val, torch.Tensor) and isinstance(target, torch.Tensor) and val.dtype == target.dtype
+            and val.shape == target.shape and val.device == target.device):
+        return None
+    return op
 
 
 def reg(*targets: Any) -> Callable:

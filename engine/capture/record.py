@@ -37,6 +37,7 @@ from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_modu
 from torch.utils._python_dispatch import TorchDispatchMode, autograd_would_have_decomposed
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from .compat import INPLACE_OF, functional_variant
 from .functional import (
     AliasInfo,
     EagerRewrites,
@@ -253,7 +254,7 @@ class _Recorder(TorchDispatchMode):
         """An in-place op on tensors alone in their memory (``self``, or each tensor of a foreach
         op's ``self`` list): its functional variant on their current values gives their new
         values; the program gets what the in-place op returns (the tensor itself, or nothing)."""
-        functional = _functional_variant(func)
+        functional = functional_variant(func)
         target = args[0] if args else None
         targets = list(target) if isinstance(target, (list, tuple)) else [target]
         if functional is None or not targets or not all(isinstance(t, torch.Tensor) and t in self.nodes
@@ -280,6 +281,9 @@ class _Recorder(TorchDispatchMode):
             raise NotRecordable(f"{func}: the functional value is not laid out as the written tensor")
         for t, v in zip(targets, values):
             self.values[t] = v
+        node = self.nodes.get(value) if isinstance(value, torch.Tensor) else None
+        if node is not None and node.target is functional:  # as EagerRewrites marks it on the functional path
+            node.meta.setdefault("custom", {})[INPLACE_OF] = func
         return out if isinstance(target, (list, tuple)) else target
 
     @staticmethod
@@ -313,16 +317,3 @@ def _factory(func: Any) -> bool:
     return any(a.name == "pin_memory" for a in func._schema.arguments)
 
 
-@functools.cache
-def _functional_variant(func: Any) -> Any:
-    """The out-of-place overload of an in-place op whose one written argument is ``self``
-    (``mul_.Tensor`` -> ``mul.Tensor``, ``_foreach_add_.Scalar`` -> ``_foreach_add.Scalar``), or None."""
-    name = func._overloadpacket.__name__
-    written = [a.name for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if not name.endswith("_") or (name.startswith("_") and not name.startswith("_foreach_")) or written != ["self"]:
-        return None
-    cand = getattr(getattr(aten, name[:-1], None), func._overloadname, None)
-    if cand is None or cand._schema.is_mutable or [a.name for a in cand._schema.arguments] != [
-            a.name for a in func._schema.arguments]:
-        return None
-    return cand
