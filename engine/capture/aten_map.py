@@ -14,8 +14,8 @@ import torch
 
 from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
 from ..vocab import BINARY, EAGER_COPIES, EAGER_STRIDES, UNARY, prod_extents
-from .compat import INPLACE_OF, functional_variant
 from .eager_paths import eager_copies, eager_strides
+from .inplace import INPLACE_OF, functional_variant
 
 aten = torch.ops.aten
 ATEN_MAP: dict[Any, Callable] = {}
@@ -111,7 +111,7 @@ class Builder:
 
 
 def _inplace_of(n: torch.fx.Node, tgt: Any) -> Any:
-    """The program's in-place op whose value ``n`` (a call of ``tgt``) computes (``compat.INPLACE_OF``),
+    """The program's in-place op whose value ``n`` (a call of ``tgt``) computes (``inplace.INPLACE_OF``),
     where its result is laid out as the written operand: eager's in-place kernel writes it there,
     and its loop takes another path than the out-of-place kernel's on a strided target (a complex
     multiply that overflows: nan+infj against -inf+infj). None elsewhere."""

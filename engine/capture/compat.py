@@ -12,7 +12,6 @@ exception types), and satfuse follows 2.13's (the suite under 2.11: tests/test_s
 from __future__ import annotations
 
 import contextlib
-import functools
 from typing import Any, Iterator
 
 import torch
@@ -61,25 +60,3 @@ def symbol_values(shape_env: Any) -> dict:
     ``var_to_val``)."""
     return getattr(shape_env, "backed_var_to_val", None) or getattr(shape_env, "var_to_val", {})
 
-
-@functools.cache
-def functional_variant(func: Any) -> Any:
-    """The out-of-place overload of an in-place op whose one written argument is ``self``
-    (``mul_.Tensor`` -> ``mul.Tensor``, ``_foreach_add_.Scalar`` -> ``_foreach_add.Scalar``), or None."""
-    packet, schema = getattr(func, "_overloadpacket", None), getattr(func, "_schema", None)
-    if packet is None or schema is None:  # a higher-order operator
-        return None
-    name = packet.__name__
-    written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if not name.endswith("_") or (name.startswith("_") and not name.startswith("_foreach_")) or written != ["self"]:
-        return None
-    cand = getattr(getattr(torch.ops.aten, name[:-1], None), func._overloadname, None)
-    if cand is None or cand._schema.is_mutable or [a.name for a in cand._schema.arguments] != [
-            a.name for a in func._schema.arguments]:
-        return None
-    return cand
-
-
-#: ``node.meta["custom"][INPLACE_OF]``: the node computes the value an in-place op of the program
-#: (this overload) wrote into its first operand; capture runs it as that op (``aten_map``)
-INPLACE_OF = "satfuse_inplace_of"

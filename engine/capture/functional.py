@@ -37,10 +37,11 @@ from torch.fx._lazy_graph_module import _use_lazy_graph_module
 from torch.fx.experimental.proxy_tensor import make_fx
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .compat import INPLACE_OF, functional_variant, is_inplace_variant
+from .compat import is_inplace_variant
 from .eager_checks import probe_kernel, with_eager_check
 from .foreach import as_eager_runs_it, per_tensor
 from .generators import random_op_traced
+from .inplace import INPLACE_OF, functional_variant
 from .layouts import Diverged, LayoutDecisions, LayoutDivergenceError
 
 
@@ -905,7 +906,7 @@ class EagerRewrites(_OverlapCheck):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if functional_variant(func) is None or func._overloadpacket.__name__.startswith("_foreach_"):
             return self._dispatch(func, args, kwargs or {})
-        # the node functionalization makes for this in-place op's value says so (compat.INPLACE_OF):
+        # the node functionalization makes for this in-place op's value says so (inplace.INPLACE_OF):
         # capture runs an opaque one as the in-place kernel eager ran (aten_map's ``opaque``)
         with fx_traceback.annotate({INPLACE_OF: func}):
             return self._dispatch(func, args, kwargs or {})

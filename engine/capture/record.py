@@ -37,7 +37,6 @@ from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_modu
 from torch.utils._python_dispatch import TorchDispatchMode, autograd_would_have_decomposed
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from .compat import INPLACE_OF, functional_variant
 from .functional import (
     AliasInfo,
     EagerRewrites,
@@ -49,6 +48,7 @@ from .functional import (
     alias_outputs,
     shared_outputs,
 )
+from .inplace import INPLACE_OF, functional_variant
 
 aten = torch.ops.aten
 
