@@ -571,12 +571,13 @@ class _OverlapCheck(TorchDispatchMode):
 
 
 def _frozen(a: Any) -> Any:
-    """``a`` with its lists (shapes, dims) as tuples, for a key; dicts as sorted item tuples."""
+    """``a`` with its lists (shapes, dims) as tuples, for a key; dicts as sorted item tuples; each
+    number with its type (``1`` and ``True`` are equal keys otherwise)."""
     if isinstance(a, (list, tuple)):
         return tuple(_frozen(x) for x in a)
     if isinstance(a, dict):
         return tuple(sorted((k, _frozen(v)) for k, v in a.items()))
-    return a
+    return (type(a), a)
 
 
 def _replay_view(func: Any, dtype: torch.dtype, sz: list[int], st: list[int], off: int, rest: tuple,
@@ -599,6 +600,7 @@ def _replay_view(func: Any, dtype: torch.dtype, sz: list[int], st: list[int], of
             if isinstance(r, torch.Tensor) else None for r in metas]
 
 
+#: the view geometry table of the active :class:`_OverlapCheck` (None outside capture's first pass)
 _EAGER_VIEWS = threading.local()
 
 
