@@ -16,7 +16,8 @@ interface -- ``(view, roots, costs) -> {class: node}`` -- and every result is ch
 * ``hybrid`` (the default): greedy-dag, then prune around its answer -- keep a node only
   if its greedy set cost is within ``slack`` (50 %) of its class's best, drop nodes with
   a child class left empty and dominated nodes (a cheaper node of the class uses a subset
-  of its children) -- and solve what is left exactly: by trying every combination when
+  of its children) -- and solve what is left exactly, leaving out the classes every answer
+  reaches with their one kept node (a constant: :func:`_fixed_part`): by trying every combination when
   that is small, else by the ILP with lazy cycle cuts, bounded by the greedy cost, under
   a hard limit (0.25 s + twice the greedy's time, at most ``timeout``). The better answer
   wins (bench/extraction.py measures it against the exact ILP on extraction-gym's e-graphs).
