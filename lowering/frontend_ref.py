@@ -221,14 +221,14 @@ class FusionDefinition:
         if frees is None:
             frees, self._into = self._last_uses()
             self._frees = frees
-        for (fn, args, kwargs, out, line), dead, into in zip(self._prog, frees, self._into):
+        for (fn, args, kwargs, out, site), dead, into in zip(self._prog, frees, self._into):
             try:
                 if into is not None and isinstance(slots[into], torch.Tensor):
                     slots[out] = fn(*_resolve(args, slots), into=slots[into])
                 else:
                     slots[out] = fn(*_resolve(args, slots), **{k: _resolve(a, slots) for k, a in kwargs.items()})
             except Exception as e:
-                e.satfuse_line = _line_of(line)  # type: ignore[attr-defined]  # the generated line that recorded the op
+                e.satfuse_line = _line_of(site)  # type: ignore[attr-defined]  # the generated line that recorded the op
                 raise
             for i in dead:
                 slots[i] = None
