@@ -640,21 +640,8 @@ def _fixed_part(g: _Compact, keep: list[list[int]], root_ids: list[int]) -> tupl
     roots through classes that have one kept node), and the classes with a choice reached so
     (where the answers start to differ). What only a choice reaches is the rest of the problem:
     a 10k-op program pruned around its greedy answer had 26,272 classes and one choice in them."""
-    fixed: set[int] = set()
-    open_: list[int] = []
-    seen: set[int] = set()
-    stack = list(root_ids)
-    while stack:
-        c = stack.pop()
-        if c in seen:
-            continue
-        seen.add(c)
-        if len(keep[c]) == 1:
-            fixed.add(c)
-            stack.extend(g.node_kids[keep[c][0]])
-        else:
-            open_.append(c)
-    return fixed, open_
+    reached = _closure(root_ids, lambda c: g.node_kids[keep[c][0]] if len(keep[c]) == 1 else ())
+    return {c for c in reached if len(keep[c]) == 1}, [c for c in reached if len(keep[c]) > 1]
 
 
 def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str, float], timeout: float,
