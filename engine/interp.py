@@ -14,8 +14,10 @@ from .ir import IRError, ScalarType, TensorType, Trace, Var
 from .vocab import (
     CREATION,
     EAGER_COPIES,
+    EAGER_MADE,
     EAGER_STRIDES,
     IMPLS,
+    dense,
     is_opaque,
     laid_out,
     resolve_opaque,
@@ -60,8 +62,10 @@ def run_node(n: Any, vals: dict[int, Any], env: dict, inputs: frozenset[int] = f
     if is_opaque(n.op):
         layouts = kwargs.pop(EAGER_STRIDES, ())
         copies = kwargs.pop(EAGER_COPIES, ())
-        args = [a if s is None or (i not in copies and isinstance(v, Var) and id(v) in inputs) else laid_out(a, s)
-                for i, (a, v, s) in enumerate(zip(args, n.args, layouts))] + list(args[len(layouts):])
+        made = kwargs.pop(EAGER_MADE, ())
+        args = [a if s is None or (i not in copies and i not in made and isinstance(v, Var) and id(v) in inputs)
+                else laid_out(a, s) for i, (a, v, s) in enumerate(zip(args, n.args, layouts))] + list(args[len(layouts):])
+        args = [dense(a) if i in made and (i >= len(layouts) or layouts[i] is None) else a for i, a in enumerate(args)]
         if args and writes_first_operand(n.op):
             args[0] = written(args[0])
         out = resolve_opaque(n.op)(*args, **kwargs)

@@ -122,8 +122,15 @@ EAGER_STRIDES = "_eager_strides"
 #: Elsewhere a record only says how the caller's tensors (or eager's views of them) were laid out
 #: at capture, and the plan passes them as they are at each call, as eager does
 EAGER_COPIES = "_eager_copies"
+#: an opaque op's kwarg: the positions of tensor operands eager's kernel read as a tensor the program
+#: computed (not a caller's tensor, not what an eager kernel returned, not a view of those). A rewrite
+#: can hand such a position an equal value that is the caller's tensor (``where(c, x, x) -> x``),
+#: laid out as the caller's, not as eager's operand was: it is laid out as recorded, or made dense
+EAGER_MADE = "_eager_made"
 #: the opaque kwargs that are satfuse's records, not the op's arguments
-EAGER_RECORDS = frozenset({EAGER_STRIDES, EAGER_COPIES})
+EAGER_RECORDS = frozenset({EAGER_STRIDES, EAGER_COPIES, EAGER_MADE})
+#: ops whose result may share storage with their first operand (in torch, and in nvFuser's alias analysis)
+VIEW_OPS = frozenset({"reshape", "permute", "squeeze", "broadcast_in_dim", "slice", "cast"})
 
 
 def non_overlapping(shape: Sequence[int], strides: Sequence[int]) -> bool:

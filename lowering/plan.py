@@ -40,6 +40,7 @@ from satfuse.engine.ir import DTYPES, IRError, Namespace, Node, TensorType, Trac
 from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import (
     EAGER_COPIES,
+    EAGER_MADE,
     EAGER_RECORDS,
     EAGER_STRIDES,
     IMPLS,
@@ -471,7 +472,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             if is_opaque(n.op):
                 eager_layouts = n.kwargs.get(EAGER_STRIDES, ())
                 copies = n.kwargs.get(EAGER_COPIES, ())
-                parts = [_operand(a, s, i in copies, eager_laid, r)
+                made = n.kwargs.get(EAGER_MADE, ())
+                parts = [_operand(a, s, i in copies, eager_laid if i not in made else frozenset(), r)
                          for i, (a, s) in enumerate(itertools.zip_longest(n.args, eager_layouts[:len(n.args)]))]
                 if parts and writes_first_operand(n.op):  # the program's in-place kernel, on a copy of its target
                     parts[0] = f"written({parts[0]})"

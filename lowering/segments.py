@@ -32,7 +32,7 @@ from typing import Any, Union
 import sympy
 from satfuse.engine.fallible import consumes_rng
 from satfuse.engine.ir import Node, TensorType, Trace, Var
-from satfuse.engine.vocab import is_opaque, resolve_opaque, writes_first_operand
+from satfuse.engine.vocab import VIEW_OPS, is_opaque, resolve_opaque, writes_first_operand
 
 from .checks import can_raise
 from .support import fallback_reason, is_view, segment_input_vars
@@ -85,8 +85,6 @@ Step = Union[Segment, Fallback]
 #: the reason a free view (module docstring) runs as a torch call
 TORCH_VIEW = "of a value from outside every segment (no kernel)"
 
-#: ops whose result may share storage with their first operand (in torch, and in nvFuser's alias analysis)
-VIEW_OPS = {"reshape", "permute", "squeeze", "broadcast_in_dim", "slice", "cast"}
 
 
 def opaque_aliasing(op: str) -> list[bool]:

@@ -1017,6 +1017,33 @@ def test_complex_inplace_kernel_on_a_strided_target_is_eagers():
     assert torch.isnan(inplace(strided(), y)[0].real)  # eager's in-place answer, which the plan now gives
 
 
+def test_an_opaque_operand_a_rewrite_replaces_by_the_callers_tensor_is_laid_out_as_eagers():
+    """``where(c, x, x) -> x`` hands eager's kernel the caller's expanded ``x`` where eager's read
+    ``where``'s fresh contiguous result: gelu of inf took the scalar path (inf, eager's vector path
+    gives nan), and ``view(dtype)`` raised on the stride-0 dim (found by bench/fuzz.py, optimize
+    --dtype-views seed 20007 #208). Capture records which operands eager's kernel read as tensors
+    the program made (``vocab.EAGER_MADE``); the plan never passes the caller's tensor there as it is."""
+    def g(x):
+        return F.gelu(torch.where(x > 0, x, x))
+
+    def h(e):
+        t0 = torch.where(e > 0, e, e)
+        t0.view(torch.bfloat16).mul_(2)
+        return e * 1, t0
+
+    def same(a: torch.Tensor, b: torch.Tensor) -> None:
+        torch.testing.assert_close(a, b, equal_nan=True, rtol=0, atol=0)
+
+    x = torch.full((1,), math.inf).expand(16)  # the harness's copies would make it contiguous
+    same(satfuse.optimize(g, x)(x), g(x))
+    assert torch.isnan(g(x)).all()
+    e = torch.tensor([1.5]).expand(2)
+    plan, j = satfuse.optimize(h, e), satfuse.jit(h)
+    for run in (plan, j, j):
+        for w, got in zip(h(e), run(e)):
+            same(got, w)
+
+
 def test_layer_norm_without_bias_adds_eagers_zero():
     """eager's CPU layer_norm adds its zero bias, so an exactly-zero result is +0.0; atan2 shows the
     sign (found by bench/fuzz.py, optimize seed 1101 #56: -pi where eager gives pi). The add-zero

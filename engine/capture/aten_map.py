@@ -13,7 +13,7 @@ import sympy
 import torch
 
 from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
-from ..vocab import BINARY, EAGER_COPIES, EAGER_STRIDES, UNARY, prod_extents
+from ..vocab import BINARY, EAGER_COPIES, EAGER_MADE, EAGER_STRIDES, UNARY, prod_extents
 from .eager_paths import eager_copies, eager_strides
 from .inplace import INPLACE_OF, functional_variant
 
@@ -81,6 +81,10 @@ class Builder:
         else:
             raise ValueError(f"node {self.n.name}: {tgt!r} is not a torch op satfuse can call")
         val = self.val
+        made = tuple(i for i, a in enumerate(args) if isinstance(a, Var) and isinstance(a.type, TensorType)
+                     and id(a) not in self.c.eager_own)
+        if made:  # vocab.EAGER_MADE: never the caller's tensor as it is, whatever a rewrite puts there
+            kwargs[EAGER_MADE] = made
         layouts = eager_strides(self.n, self.c.sym)  # every result form: multi-output kernels read layouts too
         if layouts:
             kwargs[EAGER_STRIDES] = layouts

@@ -16,7 +16,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from ..ir import IRError, Namespace, Node, OutputAlias, ScalarType, TensorType, Trace, Var, dtype_name
-from ..vocab import infer, is_opaque
+from ..vocab import VIEW_OPS, infer, is_opaque
 from .aten_map import ATEN_MAP, Builder, NotInVocab, computes_complex
 from .functional import AliasInfo
 from .symbols import Symbols
@@ -57,6 +57,9 @@ class Converter:
         self.env: dict[torch.fx.Node, Any] = {}
         self.input_of: dict[torch.fx.Node, Var] = {}  # placeholder -> its tensor input
         self.written_back: set[int] = set()  # ids of the inputs in ``trace.writebacks``
+        #: ids of the Vars that are eager's own tensors: the caller's, what an opaque op (eager's
+        #: kernel) returned, and views of those (``aten_map``'s ``EAGER_MADE`` record reads it)
+        self.eager_own: set[int] = set()
 
     def sym(self, e: Any) -> Any:
         return self.syms.sym(e)
@@ -84,6 +87,7 @@ class Converter:
             v = Var(name, self.type_of(val))
             self.trace.inputs.append(v)
             if isinstance(v.type, TensorType):
+                self.eager_own.add(id(v))
                 self.env[n] = v
                 self.input_of[n] = v
             else:
@@ -220,12 +224,19 @@ class Converter:
             out_type = infer(op, args, dev)
         v = Var(self.ns.name(hint or op.split(".")[1] if "." in op else hint or op), out_type)
         self.trace.nodes.append(Node(op, args, kwargs or {}, (v,)))
+        self._own(op, args, (v,))
         return v
 
     def emit_multi(self, op: str, args: tuple, kwargs: dict, types: list, hint: str) -> tuple[Var, ...]:
         outs = tuple(Var(self.ns.name(hint), t) for t in types)
         self.trace.nodes.append(Node(op, args, kwargs, outs))
+        self._own(op, args, outs)
         return outs
+
+    def _own(self, op: str, args: tuple, outs: tuple[Var, ...]) -> None:
+        if is_opaque(op) or (op in VIEW_OPS and op != "cast" and args and isinstance(args[0], Var)
+                             and id(args[0]) in self.eager_own):
+            self.eager_own.update(id(o) for o in outs)
 
 
 def _any_complex(args: tuple) -> bool:
