@@ -1374,8 +1374,8 @@ def test_a_freed_written_tensor_does_not_mark_its_address_written():
 def test_a_view_eager_refuses_raises_eagers_error_where_the_fake_kernel_takes_it():
     """``(1, 2, 2).permute(2, 0, 1)`` has strides (1, 4, 2): eager's ``view(-1)`` refuses it (a
     size-1 dim between two others), the fake kernel's took it, and the plan zeroed the input where
-    eager raised (optimize fuzz 9844 #509). The view's replay on eager's own kernel decides. A
-    symbolic capture (``jit``'s default) replays no view and still takes it: open."""
+    eager raised (optimize fuzz 9844 #509). The view's replay on eager's own kernel decides; a
+    symbolic capture (``jit``'s default) replays it at the example sizes."""
     def f(d):
         d.view(-1).zero_()
         return (d,)
@@ -1390,7 +1390,9 @@ def test_a_view_eager_refuses_raises_eagers_error_where_the_fake_kernel_takes_it
         with pytest.raises(RuntimeError, match="view size is not compatible"):
             satfuse.optimize(fn, d)
         assert torch.equal(d, torch.arange(4.0).reshape(1, 2, 2).permute(2, 0, 1))
-        got = satfuse.jit(fn, dynamic=False)  # a symbolic capture does not replay views (left open)
-        with pytest.raises(RuntimeError, match="view size is not compatible"):
-            got(d)
-        assert torch.equal(d, torch.arange(4.0).reshape(1, 2, 2).permute(2, 0, 1))
+        for got in (satfuse.jit(fn, dynamic=False), satfuse.jit(fn)):
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                got(d)
+            assert torch.equal(d, torch.arange(4.0).reshape(1, 2, 2).permute(2, 0, 1))
+            with pytest.raises(RuntimeError, match="view size is not compatible"):
+                got(torch.arange(12.0).reshape(1, 3, 4).permute(2, 0, 1))

@@ -545,11 +545,13 @@ class _OverlapCheck(TorchDispatchMode):
     def _record_views(self, func: Any, args: tuple, kwargs: dict, out: Any,
                       geometry: tuple[list[int], list[int], int] | None = None) -> None:
         leaves = pytree.tree_leaves((args[1:], kwargs))
-        if any(isinstance(x, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
+        if any(isinstance(x, torch.Tensor) for x in leaves):
             return
         x = args[0]
         geometry = geometry if _is_inplace_view(func) else self._eager_geometry(x)
-        if geometry is None:
+        if geometry is None or any(isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves):
+            if func is torch.ops.aten.view.default:
+                _refused_at_hints(x, args[1:], kwargs)
             return
         sz, st, off = geometry
         try:
@@ -568,6 +570,25 @@ class _OverlapCheck(TorchDispatchMode):
         for o, r in zip(outs, found):
             if isinstance(o, torch.Tensor) and r is not None:
                 self.views[id(o)] = (o, (list(r[0]), list(r[1]), r[2]))
+
+
+def _refused_at_hints(x: torch.Tensor, rest: tuple, kwargs: dict) -> None:
+    """Eager's ``view`` refusal of a symbolic capture's view at the example sizes: the fake kernel
+    decides views symbolically and takes some eager's C++ kernel refuses (a size-1 dim between two
+    others), so the call being captured raises eager's error (a geometry the table has no row
+    for is the fake one, at its hints)."""
+    from .compat import hint
+
+    def at_hint(a: Any) -> Any:
+        return hint(a) if isinstance(a, torch.SymInt) else a
+
+    try:
+        sz, st = [hint(n) for n in x.size()], [hint(t) for t in x.stride()]
+        off = hint(x.storage_offset())
+        rest, kwargs = pytree.tree_map(at_hint, (rest, kwargs))
+    except Exception:  # noqa: BLE001 - no hint (an unbacked size): nothing to replay at
+        return
+    _replay_view(torch.ops.aten.view.default, x.dtype, sz, st, off, rest, kwargs)
 
 
 def _frozen(a: Any) -> Any:
