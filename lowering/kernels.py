@@ -170,17 +170,28 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
                 predg[a].add(c)
 
     def reaches(a: int, b: int, skip_direct: bool) -> bool:
-        """A path from group a to group b (through another group when ``skip_direct``)."""
-        stack = [c for c in succ[a] if not (skip_direct and c == b)]
-        seen = set(stack)
-        while stack:
-            c = stack.pop()
+        """A path from group a to group b (through another group when ``skip_direct``): searched
+        forward from a and backward from b in turns, so a search stops as soon as either side
+        runs out (a chain of reductions has no ancestor of a to search back through, where the
+        forward search alone walked every later reduction, quadratically)."""
+        fwd = [c for c in succ[a] if not (skip_direct and c == b)]
+        bwd = [c for c in predg[b] if not (skip_direct and c == a)]
+        seen_f, seen_b = set(fwd), set(bwd)
+        while fwd and bwd:
+            c = fwd.pop()
             if c == b:
                 return True
             for d in succ[c]:
-                if d not in seen:
-                    seen.add(d)
-                    stack.append(d)
+                if d not in seen_f:
+                    seen_f.add(d)
+                    fwd.append(d)
+            c = bwd.pop()
+            if c == a:
+                return True
+            for d in predg[c]:
+                if d not in seen_b:
+                    seen_b.add(d)
+                    bwd.append(d)
         return False
 
     by_sig: dict[tuple, list[int]] = {}
