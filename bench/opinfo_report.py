@@ -9,6 +9,7 @@ in test_opinfo.KNOWN with the finding that tracks it).
     python bench/opinfo_report.py add div cat     # some ops
     python bench/opinfo_report.py --limit 3       # the suite's quick slice
     python bench/opinfo_report.py --path engine   # force the engine-level path
+    python bench/opinfo_report.py --path jit      # symbolic capture (satfuse.jit, every dim a symbol)
     SATFUSE_OPINFO_DEVICE=cuda python bench/opinfo_report.py --limit 3   # GPU: plans run on nvFuser
 """
 
@@ -44,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("ops", nargs="*", help="op ids (default: all); see OPS in tests/test_opinfo.py")
     ap.add_argument("--limit", type=int, default=None, help="samples per op (default: all)")
-    ap.add_argument("--path", choices=("engine", "plan"), default=None, help="optimizer path (default: auto)")
+    ap.add_argument("--path", choices=T.PATHS, default=None,
+                    help="optimizer path: plan (optimize), jit (symbolic capture), engine (default: plan)")
     ap.add_argument("--max-failures", type=int, default=5, help="failures printed per op")
     ap.add_argument("--jobs", type=int, default=T.JOBS, help="ops run at once in workers (0: inline, no timeout)")
     a = ap.parse_args(argv)

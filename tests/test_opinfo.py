@@ -351,7 +351,7 @@ def _lowering_ready() -> bool:
 
 def optimizer_path() -> str:
     forced = os.environ.get("SATFUSE_OPINFO_PATH")
-    if forced in ("engine", "plan"):
+    if forced in PATHS:
         return forced
     return "plan" if _lowering_ready() else "engine"
 
@@ -387,11 +387,20 @@ class EnginePlan:
         return str(self.trace)
 
 
-def build(fn: Callable, inputs: list[torch.Tensor], path: str | None = None) -> Any:
-    if (path or optimizer_path()) == "plan":
-        import satfuse
+#: "plan": ``satfuse.optimize`` (a static capture); "jit": ``satfuse.jit`` (symbolic: every dim a
+#: symbol, what ``jit`` and a recompiling ``torch.compile`` capture; the plan is built on the first
+#: call, and a program it cannot plan runs eagerly there); "engine": the engine-level stand-in
+PATHS = ("plan", "jit", "engine")
 
+
+def build(fn: Callable, inputs: list[torch.Tensor], path: str | None = None) -> Any:
+    import satfuse
+
+    path = path or optimizer_path()
+    if path == "plan":
         return satfuse.optimize(fn, *inputs)
+    if path == "jit":
+        return satfuse.jit(fn)
     return EnginePlan(fn, *inputs)
 
 
