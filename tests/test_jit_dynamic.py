@@ -209,6 +209,30 @@ def test_out_resizing_an_input_of_symbolic_shape_runs_eagerly():
               (torch.randn(3, 2), torch.zeros(3, 2)))
 
 
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+def test_out_sized_as_the_result_gets_one_symbolic_plan(caplog):
+    """An ``out=`` tensor the caller sized as the result: a symbolic capture gives it symbols of
+    its own, functionalization hands it the result's, and capture took that for a resize, so
+    every size got a static plan of its own. The sizes' equality is now a guard of one symbolic
+    plan; a call whose ``out=`` eager does resize fails it and runs as eager does."""
+    def f(a, b, c):
+        return torch.add(a, b, out=c)
+
+    def g(x, c):
+        torch.sin(x, out=c)
+        return c * 2
+
+    with caplog.at_level(logging.WARNING, logger="satfuse.capture"):
+        jf = check_jit(f, *[(torch.randn(n, 4), torch.randn(n, 4), torch.empty(n, 4)) for n in (3, 5, 7)])
+        jg = check_jit(g, *[(torch.randn(n, n + 1), torch.empty(n, n + 1)) for n in (2, 3, 6)])
+    assert not [r.getMessage() for r in caplog.records if r.name == "satfuse.capture"]
+    for fn in (jf, jg):
+        assert fn.stats()["compiles"] == 1 and fn.stats()["eager_calls"] == 0
+    check_jit(f, (torch.randn(3, 4), torch.randn(3, 4), torch.empty(3, 4)),
+              (torch.randn(5, 4), torch.randn(5, 4), torch.empty(2, 4)),
+              (torch.randn(5, 4), torch.randn(5, 4), torch.empty(0)))
+
+
 def test_an_extent_a_layout_guard_pins_is_guarded():
     """``a.unfold(0, 2, 2)`` of a symbolic ``a``: the meta kernel's contiguity check guards
     ``s0 // 2 == 1`` (a layout guard, which plans otherwise drop), and capture spelled the window

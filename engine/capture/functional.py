@@ -226,7 +226,7 @@ def _input_mutations(args: Sequence[Any], f_args: Sequence[Any], fakes: Sequence
                 raise MetadataMutationError(_resized_input(i, f_arg.size(), value.size()))
             out.append(_InputMutation(False, False))
             continue
-        if _resized(arg.size(), value.size()):
+        if _resized(arg.size(), value.size(), guard=True):
             # functionalization resizes the value, not the wrapper (which has_metadata_mutation reads)
             raise MetadataMutationError(_resized_input(i, arg.size(), value.size()))
         writes = has_data_mutation(f_arg)
@@ -1135,11 +1135,24 @@ def _is_inplace_view(func: Any) -> bool:
 
 
 
-def _resized(before: Sequence[Any], after: Sequence[Any]) -> bool:
-    """The sizes changed (symbolic ones unless provably equal; no guard is added)."""
-    from torch.fx.experimental.symbolic_shapes import statically_known_true
+def _resized(before: Sequence[Any], after: Sequence[Any], guard: bool = False) -> bool:
+    """The sizes changed: symbolic ones unless provably equal (no guard is added), or with
+    ``guard``, unless equal at their example values, which then becomes a guard of the plan (an
+    ``out=`` tensor the caller sized as the result: eager does not resize it, and a symbolic
+    capture gives it symbols of its own; every call the plan serves must size it so)."""
+    from torch.fx.experimental.symbolic_shapes import guard_bool, statically_known_true
 
-    return len(before) != len(after) or any(not statically_known_true(a == b) for a, b in zip(before, after))
+    from .compat import hint
+
+    if len(before) != len(after):
+        return True
+    for a, b in zip(before, after):
+        if statically_known_true(a == b):
+            continue
+        if not guard or hint(a) != hint(b):
+            return True
+        guard_bool(a == b)
+    return False
 
 
 def _pointwise_into_out(func: Any, args: tuple, kwargs: dict) -> Any:
@@ -1165,7 +1178,7 @@ def _pointwise_into_out(func: Any, args: tuple, kwargs: dict) -> Any:
         shape = torch.broadcast_shapes(*[t.shape for t in operands])
     except RuntimeError:
         return None  # eager's own error, from the op as it is
-    if _resized(shape, out.shape):
+    if _resized(shape, out.shape, guard=True):
         return None
     fresh = torch.empty_like(out)
     func(*args, **{**kwargs, names[0]: fresh})
