@@ -1017,10 +1017,12 @@ def evaluate(src: str, mode: str) -> dict[str, str]:
         return res("crash", type(e).__name__, f"{type(e).__name__}: {_first(e)}{_where(e)}")
     from bench.warnings_seen import Seen
 
-    with Seen("a satfuse bug") as bugs:  # a graph satfuse failed to plan ran eagerly: right values, a crash
+    with Seen("a satfuse bug") as bugs, _JitPath() as path:  # a graph satfuse failed to plan ran eagerly: right values, a crash
         out = _calls(f, inputs, calls, plan, mode)
     if bugs.messages and out["status"] == "equal":
         return res("crash", "planning", bugs.messages[0])
+    if mode == "jit" and out["status"] == "equal":
+        out["path"] = path.verdict()
     if mode == "compile" and out["sig"] == "dynamo-own":
         return {**out, "status": "dynamo", "detail": "raised by Dynamo outside satfuse: " + out["detail"]}
     if mode == "compile" and out["status"] in ("wrong", "crash"):
@@ -1032,6 +1034,33 @@ def evaluate(src: str, mode: str) -> dict[str, str]:
                 ref["status"] == out["status"] and _divergence(ref["detail"]) == _divergence(out["detail"])):
             return {**out, "status": "dynamo", "detail": "backend='eager' differs the same way: " + out["detail"]}
     return out
+
+
+class _JitPath(logging.Handler):
+    """How ``satfuse.jit`` served a program's calls, from what it says once on ``satfuse.capture``:
+    one symbolic plan, static plans (a symbolic limit: the reason), or eager runs (no plan)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def __enter__(self) -> "_JitPath":
+        logging.getLogger("satfuse.capture").addHandler(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        logging.getLogger("satfuse.capture").removeHandler(self)
+
+    def verdict(self) -> str:
+        for kind, marker in (("eager", "no plan for this program ("), ("static", "no symbolic plan for this call (")):
+            for m in self.messages:
+                if marker in m:
+                    why = m.split(marker, 1)[1]
+                    return f"{kind}: " + re.sub(r"\b\d+(?:\.\d+)?\b", "N", re.sub(r"\b[su]\d+\b", "s", why))[:110]
+        return "symbolic"
 
 
 def _divergence(detail: str) -> str:
@@ -1383,6 +1412,8 @@ class Summary:
     seconds: float = 0.0
     failures: list[tuple[int, dict[str, str], str]] = field(default_factory=list)  # (index, result, repro path)
     refusals: dict[str, int] = field(default_factory=dict)
+    #: jit mode: how the equal programs were served ("symbolic", "static: why", "eager: why")
+    jit_paths: dict[str, int] = field(default_factory=dict)
     accurate: int = 0  # equal programs with a value only as accurate as eager's (float64 criterion)
     plain_layout: int = 0  # equal programs with a value only equal to eager's on contiguous inputs
 
@@ -1427,6 +1458,8 @@ def fuzz(mode: str, seed: int, count: int, start: int = 0, runner: Any = None, o
         s.plain_layout += res["status"] == "equal" and PLAIN_LAYOUT in res["sig"].split()
         if res["status"] == "refused":
             s.refusals[res["detail"][:120]] = s.refusals.get(res["detail"][:120], 0) + 1
+        if res.get("path"):
+            s.jit_paths[res["path"]] = s.jit_paths.get(res["path"], 0) + 1
         if res["status"] in ("wrong", "crash", "hang"):
             path = ""
             key = f"{res['status']}:{res['sig']}"
@@ -1476,6 +1509,11 @@ def main(argv: list[str] | None = None) -> int:
         worker.close()
     for d, n in sorted(s.refusals.items(), key=lambda kv: -kv[1])[:10]:
         print(f"  refused x{n}: {d}")
+    if s.jit_paths:
+        sym = s.jit_paths.get("symbolic", 0)
+        print(f"  jit: {sym} of {sum(s.jit_paths.values())} equal programs served by symbolic plans alone")
+        for d, n in sorted(((d, n) for d, n in s.jit_paths.items() if d != "symbolic"), key=lambda kv: -kv[1])[:12]:
+            print(f"  jit x{n}: {d}")
     print(s.line())
     return 1 if s.counts["wrong"] + s.counts["crash"] + s.counts["hang"] else 0
 
