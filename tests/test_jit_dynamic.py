@@ -233,6 +233,20 @@ def test_out_sized_as_the_result_gets_one_symbolic_plan(caplog):
               (torch.randn(5, 4), torch.randn(5, 4), torch.empty(0)))
 
 
+def test_a_strided_input_read_by_an_eager_kernel_gets_one_symbolic_plan(caplog):
+    """An op that runs as eager's kernel records the layout it read each operand in; a strided
+    input's own strides are symbols no input binds, so every such program got static plans
+    (jit fuzz 10016 #22). The plan passes the caller's tensor as it is: nothing to record."""
+    def f(a, b):
+        return torch.maximum(a, b), torch.nn.functional.gelu(a)
+
+    with caplog.at_level(logging.WARNING, logger="satfuse.capture"):
+        j = check_jit(f, *[(torch.randn(2 * n)[::2], torch.tensor(0.5)) for n in (2, 5, 3)],
+                      (torch.tensor([float("inf"), 1.0, -float("inf"), 2.0]).expand(2, 4).t()[:, 0], torch.tensor(0.5)))
+    assert not [r.getMessage() for r in caplog.records if r.name == "satfuse.capture"]
+    assert j.stats()["compiles"] == 1 and j.stats()["eager_calls"] == 0
+
+
 def test_an_extent_a_layout_guard_pins_is_guarded():
     """``a.unfold(0, 2, 2)`` of a symbolic ``a``: the meta kernel's contiguity check guards
     ``s0 // 2 == 1`` (a layout guard, which plans otherwise drop), and capture spelled the window

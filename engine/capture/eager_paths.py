@@ -39,11 +39,15 @@ def eager_strides(node: torch.fx.Node, sym: Callable[[Any], Any]) -> tuple[tuple
     contiguous and no two elements overlap but along expanded dims (None elsewhere, and for
     one-element tensors); empty when every operand is contiguous. At run time
     ``vocab.laid_out`` lays out only an operand whose strides differ, so symbolic strides need
-    no guard."""
+    no guard. A program input's own symbolic strides are left out: the plan passes the caller's
+    tensor as it is (what eager's kernel read), and no input binds a stride's symbol."""
     out: list[tuple[Any, ...] | None] = []
     for a in node.args:
         val = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
         s = None
+        if isinstance(val, torch.Tensor) and a.op == "placeholder" and not all(
+                isinstance(t, int) for t in val.stride()):
+            val = None
         if isinstance(val, torch.Tensor):
             shape, strides = [_hint(e) for e in val.shape], [_hint(e) for e in val.stride()]
             if None not in shape and None not in strides and math.prod(shape) > 1:
