@@ -401,7 +401,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         spelled = ", ".join(pyexpr(sympy.sympify(e), local) for e in stride)
         check(f"{py[i]}.stride() == ({spelled}{',' if len(stride) == 1 else ''}) and {py[i]}.storage_offset() == "
               f"{pyexpr(sympy.sympify(offset), local)}",
-              f"{ins[i].name} is contiguous (a returned view of it is rebuilt from its extents)", (i,))
+              f"{ins[i].name} has strides ({spelled}{',' if len(stride) == 1 else ''}) and storage offset "
+              f"{pyexpr(sympy.sympify(offset), local)} (a returned view of it is rebuilt from its extents)", (i,))
         flush()
     # 3. predicates from capture / rules, then extent obligations
     seen: set = set()

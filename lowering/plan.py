@@ -914,22 +914,39 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
             stride, offset = tuple(int(s) for s in x.stride()), int(x.storage_offset())
         except Exception:  # noqa: BLE001 - symbolic layout: the plan's own value is returned
             continue
-        if offset == 0 and stride == _contiguous(tuple(x.shape)):
-            # capture's fake of a contiguous example has the contiguous strides of its (maybe
-            # symbolic) shape, which eager's views are spelled in; the prologue checks them
-            out[a.index] = (_contiguous(shape), 0)
+        dense = _dense_order(tuple(int(n) for n in x.shape), stride) if offset == 0 else None
+        if dense is not None:
+            # capture's fake of a dense example (contiguous, or a permutation of a contiguous
+            # tensor: ``t()``, ``permute``) has its strides spelled in its (maybe symbolic) sizes, in
+            # the order of the example's strides, as eager's views are; the prologue checks them
+            out[a.index] = (_strides_in_order(shape, dense, stride), 0)
         elif _concrete(a):
             out[a.index] = (stride, offset)
     return out
 
 
-def _contiguous(shape: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Row-major strides of ``shape`` (ints or symbolic extents)."""
-    out, acc = [], 1
-    for e in reversed(shape):
-        out.append(acc)
-        acc = acc * e
-    return tuple(reversed(out))
+def _dense_order(size: tuple[int, ...], stride: tuple[int, ...]) -> list[int] | None:
+    """The dims from innermost to outermost when ``size``/``stride`` lay out every element of
+    one dense block once (a permuted contiguous tensor; size-1 dims anywhere), else None."""
+    order = sorted(range(len(size)), key=lambda i: (stride[i], i))
+    expect = 1
+    for i in order:
+        if size[i] != 1 and stride[i] != expect:
+            return None
+        expect *= size[i]
+    return order
+
+
+def _strides_in_order(shape: tuple[Any, ...], order: list[int], example: tuple[int, ...]) -> tuple[Any, ...]:
+    """Dense strides of ``shape`` with dims laid out innermost first in ``order``; a size-1 dim keeps
+    the example's stride (any stride lays it out)."""
+    out: list[Any] = list(example)
+    acc: Any = 1
+    for i in order:
+        if shape[i] != 1:
+            out[i] = acc
+        acc = acc * shape[i]
+    return tuple(out)
 
 
 def _check_bound(trace: Trace, bound: set[str]) -> None:

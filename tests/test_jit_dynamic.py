@@ -167,6 +167,26 @@ def test_returned_views_of_inputs_stay_views():
     assert j.stats()["compiles"] == 2  # one plan per layout; the last call hits the first
 
 
+def test_returned_views_of_permuted_inputs_keep_one_symbolic_plan(caplog):
+    """A permuted input (``x.t()``, ``permute``) is dense: its strides are spelled in its symbolic
+    sizes, in its own dim order, as capture's fake spells eager's views of it; the prologue
+    checks that layout, so returning such views no longer needs a static plan per size (jit
+    fuzz 10016 #3, #33)."""
+    def f(a, x):
+        return a.transpose(2, 1), a[1:, :, 0], x.t()[1:], x * 2
+
+    j = satfuse_jit(f)
+    with caplog.at_level(logging.WARNING, logger="satfuse.capture"):
+        for n in (3, 4, 2, 5):
+            a, x = torch.randn(n, n + 1, n + 2).permute(2, 1, 0), torch.randn(n + 1, n).t()
+            got, want = j(a, x), f(a, x)
+            for g, w in zip(got[:3], want[:3]):
+                assert g.data_ptr() == w.data_ptr() and g.stride() == w.stride() and torch.equal(g, w)
+            assert torch.equal(got[3], want[3])
+    assert not [r.getMessage() for r in caplog.records if r.name == "satfuse.capture"]
+    assert j.stats()["compiles"] == 1
+
+
 def test_outputs_viewing_one_intermediate_share_it():
     """Outputs eager returns as views of one intermediate share one buffer at eager's geometry;
     with symbolic sizes the plan cannot lay it out, so such calls get static plans."""
