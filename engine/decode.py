@@ -203,7 +203,7 @@ def decode(view: EGraphView, choice: dict[str, str], original: Trace, enc: Encod
     tr = Trace(list(original.inputs), nodes, outputs, writebacks, guards=list(original.guards), name=original.name,
                output_aliases=list(original.output_aliases), index_ops=dict(original.index_ops),
                index_ranks=dict(original.index_ranks), obligations=obligations, effects=effects,
-               restrides=list(original.restrides),
+               restrides=list(original.restrides), input_layouts=dict(original.input_layouts),
                ranks={id(n): rank[id(n)] for n in nodes if rank[id(n)] >= 0})
     tr.lint()
     return tr

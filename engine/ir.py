@@ -270,6 +270,10 @@ class Trace:
     #: in-place view ops the program applied to its inputs (``x.t_()``), in program order: (input
     #: position, tensor method, arguments); the plan replays them on the caller's tensors last
     restrides: list[tuple[int, str, tuple]] = field(default_factory=list)
+    #: tensor input position -> its (strides, storage offset) where a symbolic capture gave them
+    #: symbols of their own (a strided or offset input: ``x[:, ::2]``); the prologue binds those
+    #: symbols from the caller's tensor, as it binds sizes, and checks the rest of that layout
+    input_layouts: dict[int, tuple[tuple[Any, ...], Any]] = field(default_factory=dict)
     name: str = "computation"
     provenance: str = ""
 
@@ -281,9 +285,14 @@ class Trace:
     __repr__ = __str__
 
     def symbols(self) -> set[sympy.Symbol]:
+        """The symbols the prologue binds: the inputs' sizes and scalars, and their own layouts'."""
         out: set[sympy.Symbol] = set()
         for v in self.inputs:
             out |= v.type.symbols()
+        for strides, offset in self.input_layouts.values():
+            for e in (*strides, offset):
+                if isinstance(e, sympy.Basic):
+                    out |= e.free_symbols
         return out
 
     def producers(self) -> dict[Var, Node]:

@@ -84,6 +84,9 @@ def print_trace(tr: Trace, indent: str = "  ") -> str:
         lines.append(f"# {tr.provenance}")
     params = ", ".join(f'{v.name}: "{fmt_type(v.type)}"' for v in tr.inputs)
     lines.append(f"def {tr.name}({params}):")
+    for i, (strides, offset) in sorted(tr.input_layouts.items()):
+        lines.append(f"{indent}# {tr.inputs[i].name} has strides {fmt_value(tuple(strides))} and storage offset "
+                     f"{fmt_value(offset)} (symbols the prologue binds from it)")
     last_site = None
     for n in tr.nodes:
         if n.site and n.site != last_site:

@@ -329,7 +329,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
 
         check(cond, f"input aliasing: {describe(aliasing, names)}", tuple(i for i, _ in tensor_ins), explain)
         flush()
-    symbolic_layouts = {i: lay for i, lay in (layouts or {}).items() if not all(isinstance(e, int) for e in lay[0])}
+    symbolic_layouts = {i: lay for i, lay in (layouts or {}).items()
+                        if not all(isinstance(e, int) for e in (*lay[0], lay[1]))}
     for i, (stride, offset) in sorted((layouts or {}).items()):
         if i in symbolic_layouts:
             continue  # checked once the prologue binds the symbols of its extents (below)
@@ -382,6 +383,24 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 else:
                     check(f"{py[i]} == {lit}", f"{v.name} == {lit}", (i,))
                 flush()
+    # the layout symbols of strided / offset inputs (``Trace.input_layouts``), bound like sizes
+    for i, (strides, offset) in sorted(trace.input_layouts.items()):
+        v = ins[i]
+        st = ns.name(f"{v.name}_stride")
+        body.append(f"    {st} = {py[i]}.stride()")
+        parts = [(e, f"{st}[{d}]", f"{v.name}.stride({d})") for d, e in enumerate(strides)]
+        parts.append((offset, f"{py[i]}.storage_offset()", f"{v.name}.storage_offset()"))
+        for e, val, rd in parts:
+            if isinstance(e, int):
+                check(f"{val} == {e}", f"{rd} == {e}", (i,))
+            elif isinstance(e, sympy.Symbol) and e not in local:
+                local[e] = sym_local(e)
+                shown[e] = rd
+                where[e.name] = rd
+                body.append(f"    {local[e]} = {val}")
+            else:
+                deferred.append((e, val, rd, i))
+        flush()
     # symbols seen only inside compound extents: specialize to their hints
     for e, *_ in deferred:
         for s in sorted(e.free_symbols, key=lambda s: s.name):

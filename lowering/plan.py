@@ -910,6 +910,9 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
         if a is None or a.kind != "input" or a.index >= len(inputs) or a.index in out:
             continue
         x, shape = inputs[a.index], trace.inputs[a.index].type.shape
+        if a.index in trace.input_layouts:  # strides of its own, which the prologue binds
+            out[a.index] = trace.input_layouts[a.index]
+            continue
         try:
             stride, offset = tuple(int(s) for s in x.stride()), int(x.storage_offset())
         except Exception:  # noqa: BLE001 - symbolic layout: the plan's own value is returned

@@ -79,6 +79,16 @@ class Converter:
             return ScalarType("float")
         raise CaptureError(f"unsupported input value {val!r}")
 
+    def _input_layout(self, i: int, val: Any, t: TensorType) -> None:
+        """``Trace.input_layouts``: a tensor input whose strides or offset hold a symbol its sizes
+        do not (torch gives a stride no size product spells a symbol of its own)."""
+        if not isinstance(val, torch.Tensor) or all(isinstance(e, int) for e in (*val.stride(), val.storage_offset())):
+            return
+        strides, offset = tuple(self.sym(e) for e in val.stride()), self.sym(val.storage_offset())
+        own = {s for e in (*strides, offset) if isinstance(e, sympy.Basic) for s in e.free_symbols}
+        if own - t.symbols():
+            self.trace.input_layouts[i] = (strides, offset)
+
     # -------------------------------------------------------------- main loop
     def run(self) -> Trace:
         ph = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
@@ -87,6 +97,7 @@ class Converter:
             v = Var(name, self.type_of(val))
             self.trace.inputs.append(v)
             if isinstance(v.type, TensorType):
+                self._input_layout(len(self.trace.inputs) - 1, val, v.type)
                 self.eager_own.add(id(v))
                 self.env[n] = v
                 self.input_of[n] = v
