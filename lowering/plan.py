@@ -24,6 +24,7 @@ the executor: the real ``nvfuser_direct`` frontend or ``frontend_ref``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import keyword
@@ -555,7 +556,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             body.append(f"del {', '.join(sorted(dies[i]))}")
     unserved: list[int] = []
     body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in,
-                             sym_local, used_syms)
+                             sym_local, used_syms, hints or {})
     for i, method, margs in trace.restrides:  # last: nothing after it can fail
         body.append(f"{in_names[i]}.{method}({', '.join(map(repr, margs))})  # the program's in-place view op on "
                     f"input {trace.inputs[i].name}, replayed on the caller's tensor")
@@ -676,7 +677,8 @@ def _dense(a: Any, eager_laid: set[int], r: "_Render") -> str:
 
 def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],
                      layouts: dict[int, Any], unserved: list[int], lives_in: dict[int, Var] | None = None,
-                     sym_local: dict[sympy.Symbol, str] | None = None, used_syms: set | None = None) -> list[str]:
+                     sym_local: dict[sympy.Symbol, str] | None = None, used_syms: set | None = None,
+                     hints: dict[str, int] | None = None) -> list[str]:
     """Lines that make the returned tensors alias exactly as eager's do (``trace.output_aliases``;
     empty: every output fresh). Rewrites ``rets`` in place.
 
@@ -688,7 +690,8 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
       same shape (``x.add_(1); return x``); ``x.as_strided`` at eager's geometry where the input's
       layout at capture is known (``layouts``: guarded by the prologue; symbolic geometry is spelled
       in the symbols the prologue binds, ``sym_local``, and added to ``used_syms``); otherwise the plan's value,
-      and ``k`` goes to ``unserved`` (as do ``OutputAlias("shared")`` outputs of symbolic geometry)."""
+      and ``k`` goes to ``unserved`` (as do ``OutputAlias("shared")`` outputs of symbolic geometry the
+      plan cannot spell, or whose members overlap themselves: :func:`_shared_symbolic`)."""
     aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
     al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
     inputs = set(in_names)
@@ -732,7 +735,14 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
             group = [aliases[j] for j in range(len(aliases))
                      if aliases[j] is not None and aliases[j].kind == "shared" and aliases[j].index == a.index]
             if not all(_concrete(b) for b in group):
-                unserved.append(k)  # a buffer of symbolic geometry: the plan returns separate tensors
+                if not _shared_symbolic_ok(group, [trace.outputs[j] for j in range(len(aliases)) if aliases[j] in group],
+                                           sym_local or {}, hints or {}):
+                    unserved.append(k)  # a buffer the plan cannot spell: it returns separate tensors
+                elif a.index == k:
+                    lines += _shared_symbolic(k, aliases, rets, taken, sym_local or {})
+                    if used_syms is not None:
+                        used_syms |= {s for b in group for e in (*b.size, *b.stride, b.storage_offset)
+                                      if isinstance(e, sympy.Basic) for s in e.free_symbols}
             elif a.index == k:
                 lines += _shared_buffer(k, aliases, trace.outputs, rets, taken)
             name = rets[k]
@@ -817,6 +827,69 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
             continue
         rets[k] = view
     for view, k in later:
+        rets[k] = view
+    return lines
+
+
+def _shared_symbolic_ok(group: list[Any], outputs: list[Any], sym_local: dict[sympy.Symbol, str],
+                        hints: dict[str, int]) -> bool:
+    """A group of outputs of symbolic geometry that one buffer can serve: one dtype, every extent
+    spelled in symbols the prologue binds, and at the example sizes no member expanded or
+    overlapping itself (views of a fresh dense tensor keep that at every size: only an expand
+    or an unfold makes an element appear twice, and their strides and windows are literals)."""
+    if len({o.type.dtype for o in outputs if isinstance(o, Var)}) != 1 or not all(isinstance(o, Var) for o in outputs):
+        return False
+    for b in group:
+        if not _spellable(b, sym_local):
+            return False
+        try:
+            at = [int(sympy.sympify(e).subs({s: hints[s.name] for s in sympy.sympify(e).free_symbols}))
+                  for e in (*b.size, *b.stride, b.storage_offset)]
+        except (KeyError, TypeError):
+            return False
+        n = len(b.size)
+        size, stride = at[:n], at[n:2 * n]
+        if any(st == 0 and m > 1 for m, st in zip(size, stride)) or any(st == 0 and m > 1 for m, st in zip(
+                b.size, b.stride) if isinstance(m, sympy.Basic)) or _overlaps_itself(
+                    dataclasses.replace(b, size=tuple(size), stride=tuple(stride), storage_offset=at[-1])):
+            return False
+    return True
+
+
+def _shared_symbolic(lead: int, aliases: list[Any], rets: list[str], taken: set[str],
+                     sym_local: dict[sympy.Symbol, str]) -> list[str]:
+    """:func:`_shared_buffer` for geometry of symbolic extents (:func:`_shared_symbolic_ok`): the
+    buffer's span and lowest offset are computed from the call's sizes, each member a view of it
+    written with its value."""
+    members = [k for k, a in enumerate(aliases) if a is not None and a.kind == "shared" and a.index == lead]
+
+    def sp(e: Any) -> str:
+        return pyexpr(sympy.sympify(e), sym_local)
+
+    geo = {k: ([sp(e) for e in aliases[k].size], [sp(e) for e in aliases[k].stride], sp(aliases[k].storage_offset))
+           for k in members}
+    buf = rets[lead] + "_shared"
+    while buf in taken:
+        buf += "_"
+    taken |= {buf, buf + "_low"}
+    low = f"{buf}_low"
+    lines = [f"{low} = min({', '.join(geo[k][2] for k in members)}{',' if len(members) == 1 else ''})"]
+    ends = []
+    for k in members:
+        size, stride, off = geo[k]
+        reach = " + ".join([f"({off})", *(f"(({n}) - 1) * ({st})" for n, st in zip(size, stride))])
+        nonzero = " and ".join(f"({n}) > 0" for n in size) or "True"
+        ends.append(f"({reach} + 1 - {low} if {nonzero} else 1)")
+    lines.append(f"{buf} = torch.empty((max(1, {', '.join(ends)}),), dtype={rets[lead]}.dtype, "
+                 f"device={rets[lead]}.device)  # eager's outputs here are views of one tensor (its span from "
+                 "this call's sizes)")
+    for k in members:
+        size, stride, off = geo[k]
+        view = f"{buf}_{k}"
+        taken.add(view)
+        tup = (lambda xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})")
+        lines.append(f"{view} = {buf}.as_strided({tup(size)}, {tup(stride)}, {off} - {low})")
+        lines.append(f"{view}.copy_({rets[k]})")
         rets[k] = view
     return lines
 

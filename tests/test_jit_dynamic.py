@@ -212,11 +212,43 @@ def test_returned_views_of_strided_and_offset_inputs_keep_one_symbolic_plan(capl
 
 def test_outputs_viewing_one_intermediate_share_it():
     """Outputs eager returns as views of one intermediate share one buffer at eager's geometry;
-    with symbolic sizes the plan cannot lay it out, so such calls get static plans."""
+    with symbolic sizes the plan computes the buffer's span from the call's sizes (one plan: it
+    once got static plans, one per size; jit fuzz 10018 #50, #59)."""
     j = satfuse_jit(views_of_one)
     for n in (3, 4, 5):
         x = torch.randn(n, n)
         assert_views_of_one(j(x), views_of_one(x))
+    assert j.stats()["compiles"] == 1
+
+    def f(x):
+        t = x * 2
+        return t, t.view(-1), t.diagonal(), t[1:, ::2]
+
+    j = satfuse_jit(f)
+    for n in (3, 4, 6):
+        x = torch.randn(n, n + 1)
+        got, want = j(x), f(x)
+        base = got[0].untyped_storage().data_ptr()
+        for g, w in zip(got, want):
+            assert g.untyped_storage().data_ptr() == base and (g.stride(), g.storage_offset()) == (
+                w.stride(), w.storage_offset()) and torch.equal(g, w)
+    assert j.stats()["compiles"] == 1
+
+
+def test_expanded_or_overlapping_views_of_one_intermediate_get_static_plans():
+    """A member that holds an element twice (``expand``, an overlapping ``unfold``) cannot be
+    written into one buffer with ``copy_``: such groups keep a static plan per size."""
+    def f(x):
+        t = x * 2
+        return t, t.unfold(1, 2, 1), t[:, :1].expand(-1, 3)
+
+    j = satfuse_jit(f)
+    for n in (3, 4):
+        x = torch.randn(n, n + 2)
+        got, want = j(x), f(x)
+        for g, w in zip(got, want):
+            assert (g.stride(), g.storage_offset()) == (w.stride(), w.storage_offset()) and torch.equal(g, w)
+        assert got[1].untyped_storage().data_ptr() == got[0].untyped_storage().data_ptr()
 
 
 def test_out_resizing_an_input_runs_eagerly():
