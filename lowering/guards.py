@@ -340,6 +340,20 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         flush()
     # 2. static extents, symbol binding, equalities
     deferred: list[tuple[Any, str, str, int]] = []  # (expr, python value, readable, input)
+
+    def bind(e: Any, val: str, rd: str, i: int) -> None:
+        """An extent read off input ``i`` (``val``): checked (an int), bound (a symbol seen first)
+        or left for later (an expression)."""
+        if isinstance(e, int):
+            check(f"{val} == {e}", f"{rd} == {e}", (i,))
+        elif isinstance(e, sympy.Symbol) and e not in local:
+            local[e] = sym_local(e)
+            shown[e] = rd
+            where[e.name] = rd
+            body.append(f"    {local[e]} = {val}")
+        else:
+            deferred.append((e, val, rd, i))
+
     for i, v in enumerate(ins):
         t = v.type
         if isinstance(t, TensorType):
@@ -353,16 +367,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
             sh = ns.name(f"{v.name}_shape")
             body.append(f"    {sh} = {py[i]}.shape")
             for d, e in enumerate(t.shape):
-                val, rd = f"{sh}[{d}]", f"{v.name}.shape[{d}]"
-                if isinstance(e, int):
-                    check(f"{val} == {e}", f"{rd} == {e}", (i,))
-                elif isinstance(e, sympy.Symbol) and e not in local:
-                    local[e] = sym_local(e)
-                    shown[e] = rd
-                    where[e.name] = rd
-                    body.append(f"    {local[e]} = {val}")
-                else:
-                    deferred.append((e, val, rd, i))
+                bind(e, f"{sh}[{d}]", f"{v.name}.shape[{d}]", i)
             flush()
         elif isinstance(t, ScalarType) and t.value is not None:
             e = t.value
@@ -388,18 +393,9 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         v = ins[i]
         st = ns.name(f"{v.name}_stride")
         body.append(f"    {st} = {py[i]}.stride()")
-        parts = [(e, f"{st}[{d}]", f"{v.name}.stride({d})") for d, e in enumerate(strides)]
-        parts.append((offset, f"{py[i]}.storage_offset()", f"{v.name}.storage_offset()"))
-        for e, val, rd in parts:
-            if isinstance(e, int):
-                check(f"{val} == {e}", f"{rd} == {e}", (i,))
-            elif isinstance(e, sympy.Symbol) and e not in local:
-                local[e] = sym_local(e)
-                shown[e] = rd
-                where[e.name] = rd
-                body.append(f"    {local[e]} = {val}")
-            else:
-                deferred.append((e, val, rd, i))
+        for d, e in enumerate(strides):
+            bind(e, f"{st}[{d}]", f"{v.name}.stride({d})", i)
+        bind(offset, f"{py[i]}.storage_offset()", f"{v.name}.storage_offset()", i)
         flush()
     # symbols seen only inside compound extents: specialize to their hints
     for e, *_ in deferred:

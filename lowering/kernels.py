@@ -176,22 +176,16 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
         forward search alone walked every later reduction, quadratically)."""
         fwd = [c for c in succ[a] if not (skip_direct and c == b)]
         bwd = [c for c in predg[b] if not (skip_direct and c == a)]
-        seen_f, seen_b = set(fwd), set(bwd)
+        sides = ((fwd, set(fwd), succ, b), (bwd, set(bwd), predg, a))
         while fwd and bwd:
-            c = fwd.pop()
-            if c == b:
-                return True
-            for d in succ[c]:
-                if d not in seen_f:
-                    seen_f.add(d)
-                    fwd.append(d)
-            c = bwd.pop()
-            if c == a:
-                return True
-            for d in predg[c]:
-                if d not in seen_b:
-                    seen_b.add(d)
-                    bwd.append(d)
+            for stack, seen, edges, goal in sides:
+                c = stack.pop()
+                if c == goal:
+                    return True
+                for d in edges[c]:
+                    if d not in seen:
+                        seen.add(d)
+                        stack.append(d)
         return False
 
     by_sig: dict[tuple, list[int]] = {}
