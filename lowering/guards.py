@@ -390,6 +390,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 flush()
     # the layout symbols of strided / offset inputs (``Trace.input_layouts``), bound like sizes
     for i, (strides, offset) in sorted(trace.input_layouts.items()):
+        if all(isinstance(e, int) for e in (*strides, offset)):
+            continue  # nothing to bind: checked above where the plan relies on it (``layouts``)
         v = ins[i]
         st = ns.name(f"{v.name}_stride")
         body.append(f"    {st} = {py[i]}.stride()")
