@@ -849,8 +849,8 @@ def _shared_symbolic_ok(group: list[Any], outputs: list[Any], sym_local: dict[sy
             return False
         n = len(b.size)
         size, stride = at[:n], at[n:2 * n]
-        if any(st == 0 and m > 1 for m, st in zip(size, stride)) or any(st == 0 and m > 1 for m, st in zip(
-                b.size, b.stride) if isinstance(m, sympy.Basic)) or _overlaps_itself(
+        if any(st == 0 and m > 1 for m, st in zip(size, stride)) or any(
+                st == 0 for m, st in zip(b.size, b.stride) if isinstance(m, sympy.Basic)) or _overlaps_itself(
                     dataclasses.replace(b, size=tuple(size), stride=tuple(stride), storage_offset=at[-1])):
             return False
     return True
