@@ -995,7 +995,7 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
             # capture's fake of a dense example (contiguous, or a permutation of a contiguous
             # tensor: ``t()``, ``permute``) has its strides spelled in its (maybe symbolic) sizes, in
             # the order of the example's strides, as eager's views are; the prologue checks them
-            out[a.index] = (_strides_in_order(shape, dense, stride), 0)
+            out[a.index] = (_strides_in_order(shape, dense, tuple(int(n) for n in x.shape), stride), 0)
         elif _concrete(a):
             out[a.index] = (stride, offset)
     return out
@@ -1013,15 +1013,18 @@ def _dense_order(size: tuple[int, ...], stride: tuple[int, ...]) -> list[int] | 
     return order
 
 
-def _strides_in_order(shape: tuple[Any, ...], order: list[int], example: tuple[int, ...]) -> tuple[Any, ...]:
-    """Dense strides of ``shape`` with dims laid out innermost first in ``order``; a size-1 dim keeps
-    the example's stride (any stride lays it out)."""
+def _strides_in_order(shape: tuple[Any, ...], order: list[int], size: tuple[int, ...],
+                      example: tuple[int, ...]) -> tuple[Any, ...]:
+    """Dense strides of ``shape`` (the example's sizes: ``size``) with dims laid out innermost first in
+    ``order``, as torch spells them; a size-1 dim whose example stride is not that product keeps
+    its own (any stride lays it out)."""
     out: list[Any] = list(example)
     acc: Any = 1
+    at = 1
     for i in order:
-        if shape[i] != 1:
+        if size[i] != 1 or example[i] == at:
             out[i] = acc
-        acc = acc * shape[i]
+        acc, at = acc * shape[i], at * size[i]
     return tuple(out)
 
 

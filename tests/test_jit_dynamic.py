@@ -186,6 +186,17 @@ def test_returned_views_of_permuted_inputs_keep_one_symbolic_plan(caplog):
     assert not [r.getMessage() for r in caplog.records if r.name == "satfuse.capture"]
     assert j.stats()["compiles"] == 1
 
+    def g(x):  # a size-1 dim's stride is whatever the example has: spelled as torch spells it
+        return x[0], x.transpose(0, 2)
+
+    for make in (lambda n: torch.randn(1, n, 2), lambda n: torch.randn(n, 1, 2).permute(2, 1, 0)):
+        j = satfuse_jit(g)
+        for n in (3, 5, 4):
+            x = make(n)
+            for got, want in zip(j(x), g(x)):
+                assert got.data_ptr() == want.data_ptr() and got.stride() == want.stride() and torch.equal(got, want)
+        assert j.stats()["compiles"] == 1
+
 
 def test_returned_views_of_strided_and_offset_inputs_keep_one_symbolic_plan(caplog):
     """A strided input (``x[:, ::2]``) or one at an offset (``x[1:]``) has strides or an offset
