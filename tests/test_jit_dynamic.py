@@ -203,21 +203,22 @@ def test_returned_views_of_strided_and_offset_inputs_keep_one_symbolic_plan(capl
     torch gives symbols of their own: the prologue binds them from the caller's tensor as it
     binds sizes (``Trace.input_layouts``), so a view of such an input is rebuilt at eager's
     geometry by one symbolic plan (jit fuzz 10016 #4, #5 got a static plan per size); an
-    expanded input's stride 0 is recorded and checked likewise (jit fuzz 10017 #109, #111)."""
-    def f(a, b, c):
-        return a.unfold(1, 2, 1), b.t(), c.unsqueeze(0), a * 2
+    expanded input's stride 0 is recorded and checked likewise (jit fuzz 10017 #109, #111, 10020 #66)."""
+    def f(a, b, c, d):
+        return a.unfold(1, 2, 1), b.t(), c.unsqueeze(0), d.diagonal(), a * 2
 
     def inputs(n):
-        return torch.randn(n, 2 * n + 2)[:, ::2], torch.randn(n + 1, n + 2)[1:], torch.randn(1).expand(n)
+        return (torch.randn(n, 2 * n + 2)[:, ::2], torch.randn(n + 1, n + 2)[1:], torch.randn(1).expand(n),
+                torch.randn(n, 1, n).expand(n, n, n))
 
     j = satfuse_jit(f)
     with caplog.at_level(logging.WARNING, logger="satfuse.capture"):
         for n in (2, 4, 3):
             args = inputs(n)
             got, want = j(*args), f(*args)
-            for g, w in zip(got[:3], want[:3]):
+            for g, w in zip(got[:4], want[:4]):
                 assert g.data_ptr() == w.data_ptr() and g.stride() == w.stride() and torch.equal(g, w)
-            assert torch.equal(got[3], want[3])
+            assert torch.equal(got[4], want[4])
     assert not [r.getMessage() for r in caplog.records if r.name == "satfuse.capture"]
     assert j.stats()["compiles"] == 1
 

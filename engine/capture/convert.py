@@ -82,13 +82,12 @@ class Converter:
     def _input_layout(self, i: int, val: Any, t: TensorType) -> None:
         """``Trace.input_layouts``: a tensor input of symbolic sizes whose strides or offset hold a
         symbol its sizes do not (torch gives a stride no size product spells a symbol of its own),
-        or are integers its sizes' contiguous strides are not (an expanded input's 0)."""
+        or that is expanded (a stride 0 no contiguous layout has)."""
         if not isinstance(val, torch.Tensor) or not t.symbols():
             return
         strides, offset = tuple(self.sym(e) for e in val.stride()), self.sym(val.storage_offset())
         own = {s for e in (*strides, offset) if isinstance(e, sympy.Basic) for s in e.free_symbols}
-        if own - t.symbols() or all(isinstance(e, int) for e in (*strides, offset)) and any(
-                st == 0 and n != 1 for n, st in zip(t.shape, strides)):
+        if own - t.symbols() or any(isinstance(st, int) and st == 0 and n != 1 for n, st in zip(t.shape, strides)):
             self.trace.input_layouts[i] = (strides, offset)
 
     # -------------------------------------------------------------- main loop
