@@ -63,9 +63,16 @@ def run_node(n: Any, vals: dict[int, Any], env: dict, inputs: frozenset[int] = f
         layouts = kwargs.pop(EAGER_STRIDES, ())
         copies = kwargs.pop(EAGER_COPIES, ())
         made = kwargs.pop(EAGER_MADE, ())
-        args = [a if s is None or (i not in copies and i not in made and isinstance(v, Var) and id(v) in inputs)
-                else laid_out(a, s) for i, (a, v, s) in enumerate(zip(args, n.args, layouts))] + list(args[len(layouts):])
-        args = [dense(a) if i in made and (i >= len(layouts) or layouts[i] is None) else a for i, a in enumerate(args)]
+
+        def operand(i: int, a: Any, v: Any) -> Any:
+            s = layouts[i] if i < len(layouts) else None
+            if i in made:  # a value the program made: eager's layout, or dense, never the caller's as is
+                return dense(a) if s is None else laid_out(a, s)
+            if s is None or (i not in copies and isinstance(v, Var) and id(v) in inputs):
+                return a
+            return laid_out(a, s)
+
+        args = [operand(i, a, v) for i, (a, v) in enumerate(zip(args, n.args))]
         if args and writes_first_operand(n.op):
             args[0] = written(args[0])
         out = resolve_opaque(n.op)(*args, **kwargs)

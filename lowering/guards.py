@@ -414,6 +414,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         check(f"{val} == {pyexpr(e, local)}", f"{rd} == {relation_text(e, shown)}", _inputs_of(e, i, ins))
     flush()
     for i, (stride, offset) in sorted(symbolic_layouts.items()):
+        if trace.input_layouts.get(i) == (stride, offset):
+            continue  # bound and checked with the input's own layout symbols above
         _need_bound(sympy.Tuple(*stride, offset), local, "input layout")
         spelled = ", ".join(pyexpr(sympy.sympify(e), local) for e in stride)
         check(f"{py[i]}.stride() == ({spelled}{',' if len(stride) == 1 else ''}) and {py[i]}.storage_offset() == "

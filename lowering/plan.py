@@ -883,11 +883,13 @@ def _shared_symbolic(lead: int, aliases: list[Any], rets: list[str], taken: set[
     lines.append(f"{buf} = torch.empty((max(1, {', '.join(ends)}),), dtype={rets[lead]}.dtype, "
                  f"device={rets[lead]}.device)  # eager's outputs here are views of one tensor (its span from "
                  "this call's sizes)")
+    def tup(xs: list[str]) -> str:
+        return f"({', '.join(xs)}{',' if len(xs) == 1 else ''})"
+
     for k in members:
         size, stride, off = geo[k]
         view = f"{buf}_{k}"
         taken.add(view)
-        tup = (lambda xs: f"({', '.join(xs)}{',' if len(xs) == 1 else ''})")
         lines.append(f"{view} = {buf}.as_strided({tup(size)}, {tup(stride)}, {off} - {low})")
         lines.append(f"{view}.copy_({rets[k]})")
         rets[k] = view
