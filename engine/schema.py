@@ -76,6 +76,9 @@ ANALYSES = frozenset(d.name for d in DECLS.values() if d.kind in ("function", "c
 RELATIONS = frozenset(d.name for d in DECLS.values() if d.kind == "relation")
 #: handles: unextractable term constructors that name a class (``Ref``), never matched or extracted
 HANDLES = frozenset(d.name for d in DECLS.values() if _is_term(d) and d.unextractable)
+#: the handle that names a program value's class (``Ref k``): the one over an i64 whose sort is T
+VALUE_HANDLE = next(d.name for d in DECLS.values() if _is_term(d) and d.unextractable and d.sort == "T"
+                    and d.args == ("i64",))
 #: program roots (Out, WriteBack, NoWrite)
 ROOTS = variants("Root")
 #: Python scalar operands of a program (CInt, CFloat, CBool, CDim): one argument, a number or an extent
