@@ -223,6 +223,25 @@ def test_returned_views_of_strided_and_offset_inputs_keep_one_symbolic_plan(capl
     assert j.stats()["compiles"] == 1
 
 
+def test_returned_views_of_an_overlapping_input_keep_one_symbolic_plan():
+    """An input that overlaps itself (``as_strided((n, 4), (1, 1))``) has strides ShapeEnv keeps as
+    numbers, which its symbolic sizes do not spell: they are its recorded layout, checked by the
+    prologue, so a returned view of it is rebuilt at eager's geometry by one plan (jit fuzz 10022
+    #33 got a static plan per size); a call with another layout fails the guard and gets its own."""
+    def f(c):
+        return c.unbind(1)[0], c.t(), c * 2
+
+    j = satfuse_jit(f)
+    calls = [torch.arange(n + 3.0).as_strided((n, 4), (1, 1)) for n in (5, 6, 7)]
+    calls += [torch.arange(28.0).reshape(7, 4), torch.arange(12.0).as_strided((7, 4), (1, 1), 2)]
+    for c in calls:
+        got, want = j(c), f(c)
+        for g, w in zip(got[:2], want[:2]):
+            assert g.data_ptr() == w.data_ptr() and g.stride() == w.stride() and torch.equal(g, w)
+        assert torch.equal(got[2], want[2])
+    assert j.stats()["compiles"] == 3
+
+
 def test_outputs_viewing_one_intermediate_share_it():
     """Outputs eager returns as views of one intermediate share one buffer at eager's geometry;
     with symbolic sizes the plan computes the buffer's span from the call's sizes (one plan: it

@@ -82,13 +82,28 @@ class Converter:
     def _input_layout(self, i: int, val: Any, t: TensorType) -> None:
         """``Trace.input_layouts``: a tensor input of symbolic sizes whose strides or offset hold a
         symbol its sizes do not (torch gives a stride no size product spells a symbol of its own),
-        or that is expanded (a stride 0 no contiguous layout has)."""
+        that is expanded (a stride 0 no contiguous layout has), or whose strides are all numbers
+        though they lay out no dense block at the example sizes (ShapeEnv keeps a stride of 1 a
+        number: ``as_strided((n, m), (1, 1))`` overlaps itself, and no size spells that)."""
         if not isinstance(val, torch.Tensor) or not t.symbols():
             return
         strides, offset = tuple(self.sym(e) for e in val.stride()), self.sym(val.storage_offset())
         own = {s for e in (*strides, offset) if isinstance(e, sympy.Basic) for s in e.free_symbols}
-        if own - t.symbols() or any(isinstance(st, int) and st == 0 and n != 1 for n, st in zip(t.shape, strides)):
+        if own - t.symbols() or any(isinstance(st, int) and st == 0 and n != 1 for n, st in zip(t.shape, strides)) \
+                or (all(isinstance(e, int) for e in (*strides, offset)) and not self._dense_at_hints(t.shape, strides)):
             self.trace.input_layouts[i] = (strides, offset)
+
+    def _dense_at_hints(self, shape: tuple[Any, ...], strides: tuple[int, ...]) -> bool:
+        """Do ``strides`` lay out each element of one block once at the example sizes (contiguous
+        or a permutation of it; a size-1 dim takes any stride)?"""
+        size = [int(e.subs({s: self.hints[s.name] for s in e.free_symbols})) if isinstance(e, sympy.Basic) else int(e)
+                for e in shape]
+        expect = 1
+        for d in sorted(range(len(size)), key=lambda d: (strides[d], d)):
+            if size[d] != 1 and strides[d] != expect:
+                return False
+            expect *= size[d]
+        return True
 
     # -------------------------------------------------------------- main loop
     def run(self) -> Trace:
