@@ -286,6 +286,7 @@ def _optimize(engine: Any, fn_or_trace: Callable | Trace, example_inputs: tuple,
         captured = capture(fn_or_trace, *example_inputs, dynamic=opts.dynamic, call_kwargs=example_kwargs)
     c = engine.compile(captured.trace, options=opts, hints=captured.symbol_hints, aliasing=_example_aliasing(captured),
                        example_values=_example_values(captured), timings={"capture": captured.seconds})
+    captured.drop_examples()
     return Plan(c.lowered, captured, c.engine, c.timings, state, catalogue=c.catalogue, fn=fn_or_trace, options=opts,
                 hidden=hidden, owner=engine)
 

@@ -231,6 +231,7 @@ class Jitted:
         if dynamic is not False and lowered.unserved_views:
             raise LoweringError(f"outputs {lowered.unserved_views} are views of inputs with symbolic geometry "
                                 "(a plan could only return copies)")
+        cap.drop_examples()
         plan = Plan(lowered, cap, c.engine, c.timings, catalogue=c.catalogue, options=self.options, owner=self.engine)
         check = fast_prologue(lowered.prologue)  # guards the aliasing pattern too: another one recompiles
         if hidden:

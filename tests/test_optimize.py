@@ -97,3 +97,33 @@ def test_results_of_creation_ops_alone_are_made_on_the_programs_device():
     # a CPU 0-d tensor beside a tensor on another device counts as a scalar (eager's rule)
     s, x = Var("s", TensorType("f32", (), "cpu")), Var("x", TensorType("f32", (3,), "meta"))
     assert infer("mul", (s, x)).device == "meta" and infer("mul", (s, 2.0)).device == "cpu"
+
+
+@pytest.mark.parametrize("how", ["optimize", "jit", "jit-static"])
+def test_a_plan_does_not_keep_its_example_tensors_alive(how):
+    """A plan reads only the constant leaves of its example call: the example tensors (a batch, a
+    step's gradients) die with their caller's last reference, not with the plan (they were kept in
+    ``Captured.leaves`` for the plan's lifetime)."""
+    import gc
+    import weakref
+
+    def f(x, y, scale):
+        return (x * y).sum() * scale, x.t()
+
+    x, y = torch.randn(8, 4), torch.randn(8, 4)
+    refs = [weakref.ref(x), weakref.ref(y)]
+    if how == "optimize":
+        plan = satfuse.optimize(f, x, y, 2.0)
+    else:
+        plan = satfuse.jit(f, dynamic=None if how == "jit" else False)
+    want = f(x, y, 2.0)
+    got = plan(x, y, 2.0)
+    assert torch.equal(got[0], want[0]) and got[1].data_ptr() == x.data_ptr()
+    del x, y, got, want
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+    x2, y2 = torch.randn(8, 4), torch.randn(8, 4)
+    assert torch.equal(plan(x2, y2, 2.0)[0], f(x2, y2, 2.0)[0])
+    if how == "optimize":  # the scalar is still guarded
+        with pytest.raises(satfuse.GuardError, match="scale == 2.0"):
+            plan(x2, y2, 3.0)

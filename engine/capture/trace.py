@@ -220,6 +220,12 @@ class Captured:
     #: (``capture(..., symbolic_floats=True)``): a call passes ``torch.tensor(x, dtype=float64)`` there
     float_inputs: tuple[int, ...] = ()
 
+    def drop_examples(self) -> None:
+        """Forget the example arguments once the plan is built: a call reads only the constant
+        leaves, and a plan must not keep its caller's (maybe large) example tensors alive."""
+        inputs = set(self.input_leaf_positions)
+        self.leaves = [None if i in inputs else x for i, x in enumerate(self.leaves)]
+
 
 def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = False, name: str | None = None,
             call_kwargs: dict[str, Any] | None = None, symbolic_floats: bool = False,
