@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -15,9 +16,12 @@ from .costs import CostModel
 from .decode import decode
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
-from .ir import Trace, flat_args
+from .fallible import in_program_order, index_rank
+from .ir import Node, Trace, Var, flat_args
 from .pool import SessionPool, shared_pool
+from .rule_effects import quiet_rules
 from .session import Budget, PhaseReport, RuleError, SaturationReport, Session, Source, StopReason, rule_location
+from .vocab import is_opaque
 
 #: e-graph size above which facts are deleted before serializing (the deleting run costs more
 #: than it saves on small e-graphs: CE forward+backward has ~600 e-nodes, Adam over 10 ~1,900)
@@ -77,6 +81,9 @@ class Saturated:
     enc: Any  # the program's encoding (handles): decode maps chosen classes back through it
     timings: dict[str, float] = field(default_factory=dict)
     session: Session | None = None
+    #: what extraction would give back, where no rule that matched could change a value
+    #: (``_plain_program``): then nothing was serialized, and ``data``/``view`` are empty
+    program: Trace | None = None
 
     def decode(self, choice: dict[str, str]) -> Trace:
         """The program an extraction's ``choice`` (class -> node) picks."""
@@ -85,12 +92,13 @@ class Saturated:
 
 def saturate_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *,
                    budget: Budget | None = None, pool: SessionPool | None = None, keep_session: bool = False,
-                   keep_facts: bool = False, stop_on_conflict: bool = True) -> Saturated:
+                   keep_facts: bool = False, stop_on_conflict: bool = True, skip_unchanged: bool = False) -> Saturated:
     """Load ``trace`` into an e-graph with ``sources``, saturate it phase by phase under ``budget``
     and serialize it. ``pool``: where loaded sessions come from (default: the process's shared
     pool); ``keep_session``: a fresh session kept for more commands instead. Analysis facts
     extraction does not read are dropped from large e-graphs unless ``keep_facts``; with
-    ``stop_on_conflict`` a conflict ends the job before serializing (the caller raises)."""
+    ``stop_on_conflict`` a conflict ends the job before serializing (the caller raises); with
+    ``skip_unchanged`` an e-graph that holds the program alone is not serialized (``unchanged``)."""
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
     t_load = time.perf_counter()
 
@@ -101,6 +109,11 @@ def saturate_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
         rep = sess.saturate(list(phases), budget)
         if rep.conflicts and stop_on_conflict:
             return enc, rep, None, (t_add, t_sat, 0.0, 0.0)
+        if skip_unchanged and not keep_session:
+            t_plain = time.perf_counter()
+            plain = _plain_program(trace, rep, sources)
+            if plain is not None:
+                return enc, rep, plain, (t_add, t_sat, t_plain, time.perf_counter())
         t_ser = time.perf_counter()
         if not keep_session and not keep_facts and rep.nodes > DROP_FACTS_ABOVE:
             sess.drop_facts()  # the pooled session is rolled back afterwards
@@ -115,8 +128,11 @@ def saturate_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
         enc, rep, ser, (t_add, t_sat, t_ser, t_end) = (pool or shared_pool()).run(sources, job)
     timings = {"load": t_add - t_load,  # ~0 when a loaded session was pooled
                "encode": t_sat - t_add, "saturate": rep.seconds}
-    if ser is None:
-        return Saturated(trace, rep, {}, [], {}, EGraphView.from_json({"nodes": {}}), enc, timings, sess)
+    if isinstance(ser, Trace):
+        timings["decode"] = t_end - t_ser  # the program as decoding would give it, without the e-graph
+    if ser is None or isinstance(ser, Trace):
+        return Saturated(trace, rep, {}, [], {}, EGraphView.from_json({"nodes": {}}), enc, timings, sess,
+                         program=ser)
     t1 = time.perf_counter()
     data, root_classes, var_class = ser.parse()
     view = EGraphView.from_json(data)
@@ -127,18 +143,29 @@ def saturate_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
 def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str], *, target: str = "nvfuser",
                    hints: dict[str, int] | None = None, budget: Budget | None = None,
                    extractor: str = "hybrid", keep_session: bool = False,
-                   pool: SessionPool | None = None) -> EngineResult:
+                   pool: SessionPool | None = None, skip_unchanged: bool = True) -> EngineResult:
     """Saturate ``trace`` with the rules in ``sources`` (phase by phase) and extract the
     cheapest equivalent program for ``target`` ('nvfuser' or 'eager'). ``pool``: where loaded
-    sessions come from (a ``satfuse.Engine``'s; default: the process's shared pool)."""
+    sessions come from (a ``satfuse.Engine``'s; default: the process's shared pool).
+    ``skip_unchanged``: where no rule that matched could change a value, the program (each
+    term once) is the answer without serializing or extracting (``_plain_program``)."""
     log.register_with_torch()
     if _has_negative_zero(trace):
         return _unoptimized(trace, phases, "the program has a -0.0 constant, which egglog's f64 equality merges "
                                            "with 0.0 (x / -0.0 would become +inf)")
-    sat = saturate_trace(trace, sources, phases, budget=budget, pool=pool, keep_session=keep_session)
+    sat = saturate_trace(trace, sources, phases, budget=budget, pool=pool, keep_session=keep_session,
+                         skip_unchanged=skip_unchanged)
     rep, view = sat.report, sat.view
     if rep.conflicts:
         raise conflict_error(rep, sources)
+    if sat.program is not None:
+        why = "no rule that can change a value matched: the captured program, each term once, is the plan"
+        log.engine.info("extraction skipped: %s", why)
+        out = dataclasses.replace(sat.program)  # its own provenance; the captured trace keeps capture's
+        out.provenance = (f"engine target={target} extractor={extractor} not needed: no rule that can change a "
+                          f"value matched ({sum(sat.timings.values()) * 1e3:.1f} ms)")
+        return EngineResult(out, rep, Extraction({}, 0.0, 0.0, "none", note=f"extraction skipped: {why}"),
+                            dict(sat.timings))
     timings = dict(sat.timings)
     t2 = time.perf_counter()
     input_classes = {sat.var_class[id(v)] for v in trace.inputs}
@@ -160,6 +187,99 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     return EngineResult(out, rep, ex, timings, len(view.nodes), chosen, sat.session,
                         {v.name: sat.var_class[id(v)] for v in all_vars},
                         {v.name: sat.enc.ref_of(v) for v in all_vars})
+
+
+def _plain_program(trace: Trace, rep: SaturationReport, sources: Sequence[Source]) -> Trace | None:
+    """What extraction and decoding would give back when every rule that matched only derives
+    facts (``rule_effects``): the program itself, each term once as the e-graph holds it
+    (``cast(g, f64)`` written twice is one value), only what its roots reach, in the order
+    decoding gives. None when a rule could have changed a value, or where this cannot tell
+    terms apart as the e-graph does."""
+    quiet = quiet_rules(sources, static=not trace.symbols())
+    if any(count and name not in quiet for name, count in rep.matches.items()):
+        return None
+    canon: dict[int, Var] = {}  # id(a value equal to an earlier one) -> that one
+    first: dict[Any, Node] = {}
+    nodes: list[Node] = []
+    rank: dict[int, int] = {}  # as decode ranks: an opaque call by its captured position, an index op by its reader's
+    try:
+        for pos, n in enumerate(trace.nodes):
+            args, kwargs = (_mapped(n.args, canon), {k: _mapped(v, canon) for k, v in n.kwargs.items()}) \
+                if canon else (n.args, n.kwargs)
+            key = None
+            if not is_opaque(n.op):  # each opaque call is a term of its own
+                key = (n.op, _term_key(args), _term_key(tuple(sorted(kwargs.items()))))
+                prev = first.get(key)
+                if prev is not None:
+                    canon.update((id(o), p) for o, p in zip(n.outs, prev.outs))
+                    continue
+            if args != n.args or kwargs != n.kwargs:
+                n = Node(n.op, args, kwargs, n.outs, n.site)
+            if key is not None:
+                first[key] = n
+            rank[id(n)] = pos if is_opaque(n.op) else index_rank(n, trace.index_ranks)
+            nodes.append(n)
+    except TypeError:  # an unhashable operand
+        return None
+    if any(v.name in trace.index_ops or v.name in trace.index_ranks for n in trace.nodes for v in n.outs
+           if id(v) in canon):
+        return None
+    outputs = [_mapped(o, canon) for o in trace.outputs]
+    writebacks = [(b, _mapped(v, canon)) for b, v in trace.writebacks]
+    effects = list(dict.fromkeys(_mapped(v, canon) for v in trace.effects))
+    roots = [*outputs, *(v for b, v in writebacks if v is not b), *effects]
+    live = in_program_order(_decode_order(nodes, roots), lambda n: rank[id(n)])
+    out = dataclasses.replace(trace, nodes=live, outputs=outputs, writebacks=writebacks, effects=effects,
+                              ranks={id(n): rank[id(n)] for n in live if rank[id(n)] >= 0})
+    out.lint()
+    return out
+
+
+def _decode_order(nodes: list[Node], roots: list[Any]) -> list[Node]:
+    """The nodes ``roots`` reach, in the order ``Decoder.value`` appends them: from each root in
+    turn, operands first (an explicit stack, operands pushed in order, so the last is done first)."""
+    producer = {id(o): n for n in nodes for o in n.outs}
+    done: set[int] = set()
+    placed: set[int] = set()
+    out: list[Node] = []
+    for r in roots:
+        if not isinstance(r, Var):
+            continue
+        stack = [(r, False)]
+        while stack:
+            v, ready = stack.pop()
+            if id(v) in done:
+                continue
+            n = producer.get(id(v))
+            if ready:
+                done.add(id(v))
+                if n is not None and id(n) not in placed:
+                    placed.add(id(n))
+                    out.append(n)
+                continue
+            stack.append((v, True))
+            if n is not None:
+                stack.extend((d, False) for d in n.inputs() if id(d) not in done)
+    return out
+
+
+def _mapped(a: Any, canon: dict[int, Var]) -> Any:
+    if isinstance(a, Var):
+        return canon.get(id(a), a)
+    if isinstance(a, (tuple, list)):
+        return type(a)(_mapped(x, canon) for x in a)
+    return a
+
+
+def _term_key(a: Any) -> Any:
+    """``a`` as the e-graph tells operands apart: a value by identity, a number by type and sign."""
+    if isinstance(a, (tuple, list)):
+        return (type(a).__name__, *(_term_key(x) for x in a))
+    if isinstance(a, Var):
+        return ("var", id(a))
+    if isinstance(a, float):
+        return ("float", a, math.copysign(1.0, a)) if a == a else ("float", "nan")
+    return (type(a).__name__, a)
 
 
 def _has_negative_zero(trace: Trace) -> bool:

@@ -336,8 +336,8 @@ def test_ilp_on_captured_programs(name):
     case = BY_NAME[name]
     cap = capture(case.fn, *case.make_inputs(), dynamic=case.dynamic)
     cat = load_catalogue()
-    res = {ex: optimize_trace(cap.trace, cat.sources, cat.phases, hints=cap.symbol_hints, extractor=ex)
-           for ex in EXTRACTORS}
+    res = {ex: optimize_trace(cap.trace, cat.sources, cat.phases, hints=cap.symbol_hints, extractor=ex,
+                              skip_unchanged=False) for ex in EXTRACTORS}
     for r in res.values():
         r.trace.lint()
     assert res["ilp"].extraction.dag_cost <= res["greedy-dag"].extraction.dag_cost + EPS
