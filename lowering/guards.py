@@ -304,6 +304,15 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 dn = glob_name(f"dev_{dev.type}{dev.index}", dev)
                 check(f"{x}.device == {dn}", f"{v.name}.device is {dev}", (i,))
             check(f"{x}.dim() == {t.rank}", f"{v.name}.dim() == {t.rank}", (i,))
+            if t.rank and all(isinstance(e, int) for e in t.shape):
+                # a static shape joins its input's group: one test per input, which the size
+                # equality makes stronger than the rank's (an optimizer step has thousands of inputs)
+                for d, e in enumerate(t.shape):
+                    check(f"{x}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}", (i,))
+                conds = [c.cond for c in pending[:-1 - t.rank]]
+                flush(f"{v.name}: {t}", fast=" and ".join([*(f"({c})" if " or " in c else c for c in conds),
+                                                           f"{x}.shape == {tuple(t.shape)}"]))
+                continue
             flush(f"{v.name}: {t}")
         elif isinstance(t, ScalarType):
             if t.kind == "int":
@@ -360,10 +369,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
             if t.rank == 0:
                 continue
             if all(isinstance(e, int) for e in t.shape):
-                for d, e in enumerate(t.shape):
-                    check(f"{py[i]}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}", (i,))
-                flush(f"{v.name}.shape == {tuple(t.shape)}", fast=f"{py[i]}.shape == {tuple(t.shape)}")
-                continue
+                continue  # checked with its kind (above)
             sh = ns.name(f"{v.name}_shape")
             body.append(f"    {sh} = {py[i]}.shape")
             for d, e in enumerate(t.shape):

@@ -33,17 +33,11 @@ def prologue(inputs):
         fail(0, locals())
     x, y = inputs
     # x: f32[8, 16]
-    if not (isinstance(x, Tensor) and x.dtype is dt_f32 and x.is_cpu and x.dim() == 2):
+    if not (isinstance(x, Tensor) and x.dtype is dt_f32 and x.is_cpu and x.shape == (8, 16)):
         fail(1, locals())
     # y: i64[8]
-    if not (isinstance(y, Tensor) and y.dtype is dt_i64 and y.is_cpu and y.dim() == 1):
+    if not (isinstance(y, Tensor) and y.dtype is dt_i64 and y.is_cpu and y.shape == (8,)):
         fail(2, locals())
-    # x.shape == (8, 16)
-    if not (x.shape == (8, 16)):
-        fail(3, locals())
-    # y.shape == (8,)
-    if not (y.shape == (8,)):
-        fail(4, locals())
     return {}
 
 @fusion
