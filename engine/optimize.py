@@ -98,7 +98,7 @@ def saturate_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     pool); ``keep_session``: a fresh session kept for more commands instead. Analysis facts
     extraction does not read are dropped from large e-graphs unless ``keep_facts``; with
     ``stop_on_conflict`` a conflict ends the job before serializing (the caller raises); with
-    ``skip_unchanged`` an e-graph that holds the program alone is not serialized (``unchanged``)."""
+    ``skip_unchanged`` an e-graph that holds the program alone is not serialized (``program``)."""
     all_vars = [*trace.inputs, *(o for n in trace.nodes for o in n.outs)]
     t_load = time.perf_counter()
 
@@ -204,8 +204,8 @@ def _plain_program(trace: Trace, rep: SaturationReport, sources: Sequence[Source
     rank: dict[int, int] = {}  # as decode ranks: an opaque call by its captured position, an index op by its reader's
     try:
         for pos, n in enumerate(trace.nodes):
-            args, kwargs = (_mapped(n.args, canon), {k: _mapped(v, canon) for k, v in n.kwargs.items()}) \
-                if canon else (n.args, n.kwargs)
+            args = _mapped(n.args, canon)
+            kwargs = {k: _mapped(v, canon) for k, v in n.kwargs.items()} if canon and n.kwargs else n.kwargs
             key = None
             if not is_opaque(n.op):  # each opaque call is a term of its own
                 key = (n.op, _term_key(args), _term_key(tuple(sorted(kwargs.items()))))
@@ -213,13 +213,13 @@ def _plain_program(trace: Trace, rep: SaturationReport, sources: Sequence[Source
                 if prev is not None:
                     canon.update((id(o), p) for o, p in zip(n.outs, prev.outs))
                     continue
-            if args != n.args or kwargs != n.kwargs:
+            if args is not n.args or any(kwargs[k] is not v for k, v in n.kwargs.items()):
                 n = Node(n.op, args, kwargs, n.outs, n.site)
             if key is not None:
                 first[key] = n
             rank[id(n)] = pos if is_opaque(n.op) else index_rank(n, trace.index_ranks)
             nodes.append(n)
-    except TypeError:  # an unhashable operand
+    except (TypeError, RuntimeError):  # an operand that cannot be a key as the e-graph's terms are
         return None
     if any(v.name in trace.index_ops or v.name in trace.index_ranks for n in trace.nodes for v in n.outs
            if id(v) in canon):
@@ -264,10 +264,12 @@ def _decode_order(nodes: list[Node], roots: list[Any]) -> list[Node]:
 
 
 def _mapped(a: Any, canon: dict[int, Var]) -> Any:
+    """``a`` with each value equal to an earlier one replaced by it; ``a`` itself where none is."""
     if isinstance(a, Var):
         return canon.get(id(a), a)
-    if isinstance(a, (tuple, list)):
-        return type(a)(_mapped(x, canon) for x in a)
+    if isinstance(a, (tuple, list)) and canon:
+        out = [_mapped(x, canon) for x in a]
+        return a if all(x is y for x, y in zip(out, a)) else type(a)(out)
     return a
 
 
