@@ -96,8 +96,10 @@ class Converter:
     def _dense_at_hints(self, shape: tuple[Any, ...], strides: tuple[int, ...]) -> bool:
         """Do ``strides`` lay out each element of one block once at the example sizes (contiguous
         or a permutation of it; a size-1 dim takes any stride)?"""
-        size = [int(e.subs({s: self.hints[s.name] for s in e.free_symbols})) if isinstance(e, sympy.Basic) else int(e)
-                for e in shape]
+        hints = {s: self.hints.get(s.name) for e in shape if isinstance(e, sympy.Basic) for s in e.free_symbols}
+        if None in hints.values():
+            return True  # no example size to tell by: nothing recorded, as before
+        size = [int(e.subs(hints)) if isinstance(e, sympy.Basic) else int(e) for e in shape]
         expect = 1
         for d in sorted(range(len(size)), key=lambda d: (strides[d], d)):
             if size[d] != 1 and strides[d] != expect:
