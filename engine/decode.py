@@ -7,7 +7,7 @@ verifier in Trace.lint then checks the result).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Container, Iterable, Iterator
 
 from .egraph import EGraphView, dim_value, list_value
 from .extract import smallest_terms
@@ -74,18 +74,8 @@ class Decoder:
         walked with an explicit stack, never recursion: a program's dependency chain can be
         longer than Python's recursion limit (a 10,000-op chain)."""
         memo = self.memo
-        if cid in memo:
-            return memo[cid]
-        stack = [(cid, False)]
-        while stack:
-            c, ready = stack.pop()
-            if c in memo:
-                continue
-            if ready:
-                memo[c] = self._value_of(c)
-                continue
-            stack.append((c, True))
-            stack.extend((d, False) for d in self._value_deps(c) if d not in memo)
+        for c in post_order(cid, self._value_deps, memo):
+            memo[c] = self._value_of(c)
         return memo[cid]
 
     def _value_deps(self, cid: str) -> list[str]:
@@ -159,6 +149,23 @@ class Decoder:
             self.rank[id(self.nodes[-1])] = int(key[1:])
         self.opaque_memo[cid] = outs
         return outs
+
+
+def post_order(root: Any, deps: Callable[[Any], Iterable[Any]], done: Container[Any]) -> Iterator[Any]:
+    """What ``root`` depends on, then ``root``, each once, skipping what is in ``done`` (the caller
+    adds each item it is given). An explicit stack, never recursion (a 10,000-op chain), with an
+    item's dependencies pushed in order, so the last is given first: decoding's order, which
+    lowering's greedy partition depends on."""
+    stack = [(root, False)]
+    while stack:
+        c, ready = stack.pop()
+        if c in done:
+            continue
+        if ready:
+            yield c
+            continue
+        stack.append((c, True))
+        stack.extend((d, False) for d in deps(c) if d not in done)
 
 
 def key_hint(op: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import keyword
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Union
+from typing import Any, Iterable, Sequence, Union
 
 import sympy
 import torch
@@ -229,6 +229,18 @@ class Node:
             return list(ins)
         return [a for a in flat_args(self.args, self.kwargs) if isinstance(a, Var)]
 
+
+
+def dense_order(size: Sequence[int], stride: Sequence[int]) -> list[int] | None:
+    """The dims from innermost to outermost when ``size``/``stride`` lay out every element of
+    one dense block once (a permuted contiguous tensor; size-1 dims anywhere), else None."""
+    order = sorted(range(len(size)), key=lambda i: (stride[i], i))
+    expect = 1
+    for i in order:
+        if size[i] != 1 and stride[i] != expect:
+            return None
+        expect *= size[i]
+    return order
 
 def flat_args(args: Iterable, kwargs: dict | None = None) -> Iterable[Any]:
     for a in itertools.chain(args, (kwargs or {}).values()):

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from . import log
 from .costs import CostModel
-from .decode import decode
+from .decode import decode, post_order
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
 from .fallible import in_program_order, index_rank
@@ -236,30 +236,25 @@ def _plain_program(trace: Trace, rep: SaturationReport, sources: Sequence[Source
 
 
 def _decode_order(nodes: list[Node], roots: list[Any]) -> list[Node]:
-    """The nodes ``roots`` reach, in the order ``Decoder.value`` appends them: from each root in
-    turn, operands first (an explicit stack, operands pushed in order, so the last is done first)."""
+    """The nodes ``roots`` reach, in the order ``Decoder.value`` appends them (``post_order``)."""
     producer = {id(o): n for n in nodes for o in n.outs}
-    done: set[int] = set()
+    done: set[Var] = set()
     placed: set[int] = set()
     out: list[Node] = []
+
+    def operands(v: Var) -> list[Var]:
+        n = producer.get(id(v))
+        return n.inputs() if n is not None else []
+
     for r in roots:
         if not isinstance(r, Var):
             continue
-        stack = [(r, False)]
-        while stack:
-            v, ready = stack.pop()
-            if id(v) in done:
-                continue
+        for v in post_order(r, operands, done):
+            done.add(v)
             n = producer.get(id(v))
-            if ready:
-                done.add(id(v))
-                if n is not None and id(n) not in placed:
-                    placed.add(id(n))
-                    out.append(n)
-                continue
-            stack.append((v, True))
-            if n is not None:
-                stack.extend((d, False) for d in n.inputs() if id(d) not in done)
+            if n is not None and id(n) not in placed:
+                placed.add(id(n))
+                out.append(n)
     return out
 
 

@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from .egraph import OBLIGATION_OPS
-from .schema import DECLS, VALUE_SORTS, Decl, read_schema
+from .schema import DECLS, VALUE_SORTS, Decl, is_term, read_schema
 from .sexp import Str, parse_sexp, top_level_forms
 
 #: lang.egg's obligation on extents (the other is on values: an index's range)
@@ -67,7 +67,7 @@ def _is_quiet(form: list, decls: dict[str, Decl], static: bool) -> bool:
         d = decls.get(lhs[0]) if isinstance(lhs, list) and lhs and isinstance(lhs[0], str) else None
         if d is None or d.sort in VALUE_SORTS or not _makes_no_value(form[2], decls):
             return False
-        return (not _is_term(d) and form[0] == "rewrite") or (_is_term(d) and static)
+        return (not is_term(d) and form[0] == "rewrite") or (is_term(d) and static)
     query, actions = form[1], form[2]
     if not (isinstance(query, list) and isinstance(actions, list)):
         return False
@@ -75,10 +75,6 @@ def _is_quiet(form: list, decls: dict[str, Decl], static: bool) -> bool:
     for atom in query:
         _bind(atom, decls, sorts)
     return all(_quiet_action(a, decls, sorts, static) for a in actions)
-
-
-def _is_term(d: Decl) -> bool:
-    return d.kind == "constructor" and d.name[:1].isupper()
 
 
 def _bind(s: Any, decls: dict[str, Decl], sorts: dict[str, str]) -> None:
@@ -109,7 +105,7 @@ def _makes_no_value(s: Any, decls: dict[str, Decl]) -> bool:
     if not isinstance(s, list) or not s:
         return True
     d = decls.get(s[0]) if isinstance(s[0], str) else None
-    if d is not None and _is_term(d) and d.sort in VALUE_SORTS:
+    if d is not None and is_term(d) and d.sort in VALUE_SORTS:
         return False
     return all(_makes_no_value(a, decls) for a in s[1:])
 
@@ -123,8 +119,8 @@ def _quiet_action(a: Any, decls: dict[str, Decl], sorts: dict[str, str], static:
         return sort is not None and sort not in VALUE_SORTS
     if head == "set" and len(a) == 3:
         d = decls.get(a[1][0]) if isinstance(a[1], list) and a[1] and isinstance(a[1][0], str) else None
-        return d is not None and not _is_term(d)
+        return d is not None and not is_term(d)
     d = decls.get(head)
     if head in OBLIGATION_OPS and not (static and head == EXTENT_OBLIGATION):
         return False
-    return d is not None and (d.kind == "relation" or (_is_term(d) and d.sort not in VALUE_SORTS))
+    return d is not None and (d.kind == "relation" or (is_term(d) and d.sort not in VALUE_SORTS))

@@ -61,35 +61,36 @@ def read_schema(text: str) -> dict[str, Decl]:
 DECLS: dict[str, Decl] = read_schema(lang_text())
 
 
-def _is_term(d: Decl) -> bool:
+def is_term(d: Decl) -> bool:
+    """A program term constructor (CamelCase), not an analysis."""
     return d.kind == "constructor" and d.name[:1].isupper()
 
 
 def variants(sort: str) -> tuple[str, ...]:
     """The term constructors whose result is ``sort``, in declaration order."""
-    return tuple(d.name for d in DECLS.values() if _is_term(d) and d.sort == sort)
+    return tuple(d.name for d in DECLS.values() if is_term(d) and d.sort == sort)
 
 
 #: analyses: lower-case functions and constructors (shape, ext, rank, dtype, ...): facts, never program terms
-ANALYSES = frozenset(d.name for d in DECLS.values() if d.kind in ("function", "constructor") and not _is_term(d))
+ANALYSES = frozenset(d.name for d in DECLS.values() if d.kind in ("function", "constructor") and not is_term(d))
 #: relations declared by lang.egg (is-float, the conflict relations, list helpers)
 RELATIONS = frozenset(d.name for d in DECLS.values() if d.kind == "relation")
 #: handles: unextractable term constructors that name a class (``Ref``), never matched or extracted
-HANDLES = frozenset(d.name for d in DECLS.values() if _is_term(d) and d.unextractable)
+HANDLES = frozenset(d.name for d in DECLS.values() if is_term(d) and d.unextractable)
 #: the handle that names a program value's class (``Ref k``): the one over an i64 whose sort is T
-VALUE_HANDLE = next(d.name for d in DECLS.values() if _is_term(d) and d.unextractable and d.sort == "T"
+VALUE_HANDLE = next(d.name for d in DECLS.values() if is_term(d) and d.unextractable and d.sort == "T"
                     and d.args == ("i64",))
 #: program roots (Out, WriteBack, NoWrite)
 ROOTS = variants("Root")
 #: Python scalar operands of a program (CInt, CFloat, CBool, CDim): one argument, a number or an extent
-SCALARS = frozenset(d.name for d in DECLS.values() if _is_term(d) and d.sort == "T" and not d.unextractable
+SCALARS = frozenset(d.name for d in DECLS.values() if is_term(d) and d.sort == "T" and not d.unextractable
                     and len(d.args) == 1 and d.args[0] in ("i64", "f64", "bool", "Dim"))
 
 
 def _value_sorts() -> frozenset[str]:
     sorts = {"T"}
     while True:
-        more = {d.sort for d in DECLS.values() if _is_term(d) and sorts & set(d.args)} - sorts
+        more = {d.sort for d in DECLS.values() if is_term(d) and sorts & set(d.args)} - sorts
         if not more:
             return frozenset(sorts)
         sorts |= more
@@ -102,4 +103,4 @@ VALUE_SORTS = _value_sorts()
 #: extent arithmetic (DAdd, DSub, ...): Dim constructors over two Dims
 DIM_BINARY = frozenset(d for d in variants("Dim") if DECLS[d].args == ("Dim", "Dim"))
 #: list constructors: empty and cons of each list sort
-LIST_NIL = frozenset(d for d in DECLS if _is_term(DECLS[d]) and DECLS[d].args == () and DECLS[d].sort in ("DL", "IL", "TL"))
+LIST_NIL = frozenset(d for d in DECLS if is_term(DECLS[d]) and DECLS[d].args == () and DECLS[d].sort in ("DL", "IL", "TL"))

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import sympy
 import torch
@@ -226,6 +226,10 @@ def _describe(v: Any) -> str:
 DTYPE_SHORT = {v: k for k, v in DTYPES.items()}
 
 
+def _conjunction(conds: Iterable[str]) -> str:
+    return " and ".join(f"({c})" if " or " in c else c for c in conds)
+
+
 def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile_fn: bool = True,
                    aliasing: Pattern = (), layouts: dict[int, tuple[tuple[int, ...], int]] | None = None) -> Prologue:
     """Generate and compile the guard prologue of ``trace`` (see the module docstring).
@@ -262,7 +266,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         ``fail`` finds the first failing check of the group."""
         if not pending:
             return
-        cond = fast or " and ".join(f"({c.cond})" if " or " in c.cond else c.cond for c in pending)
+        cond = fast or _conjunction(c.cond for c in pending)
         note = comment or (pending[0].text if len(pending) == 1 and pending[0].text != pending[0].cond else "")
         if note:
             body.append(f"    # {note}")
@@ -309,9 +313,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 # equality makes stronger than the rank's (an optimizer step has thousands of inputs)
                 for d, e in enumerate(t.shape):
                     check(f"{x}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}", (i,))
-                conds = [c.cond for c in pending[:-1 - t.rank]]
-                flush(f"{v.name}: {t}", fast=" and ".join([*(f"({c})" if " or " in c else c for c in conds),
-                                                           f"{x}.shape == {tuple(t.shape)}"]))
+                kind = [c.cond for c in pending[:-1 - t.rank]]  # all but the rank's and the sizes' tests
+                flush(f"{v.name}: {t}", fast=_conjunction([*kind, f"{x}.shape == {tuple(t.shape)}"]))
                 continue
             flush(f"{v.name}: {t}")
         elif isinstance(t, ScalarType):

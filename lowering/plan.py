@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 import sympy
 import torch
 from satfuse.engine import log
-from satfuse.engine.ir import DTYPES, IRError, Namespace, Node, TensorType, Trace, Var, flat_args
+from satfuse.engine.ir import DTYPES, IRError, Namespace, Node, TensorType, Trace, Var, dense_order, flat_args
 from satfuse.engine.printer import fmt_literal
 from satfuse.engine.vocab import (
     EAGER_COPIES,
@@ -992,7 +992,7 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
             stride, offset = tuple(int(s) for s in x.stride()), int(x.storage_offset())
         except Exception:  # noqa: BLE001 - symbolic layout: the plan's own value is returned
             continue
-        dense = _dense_order(tuple(int(n) for n in x.shape), stride) if offset == 0 else None
+        dense = dense_order(tuple(int(n) for n in x.shape), stride) if offset == 0 else None
         if dense is not None:
             # capture's fake of a dense example (contiguous, or a permutation of a contiguous
             # tensor: ``t()``, ``permute``) has its strides spelled in its (maybe symbolic) sizes, in
@@ -1001,18 +1001,6 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
         elif _concrete(a):
             out[a.index] = (stride, offset)
     return out
-
-
-def _dense_order(size: tuple[int, ...], stride: tuple[int, ...]) -> list[int] | None:
-    """The dims from innermost to outermost when ``size``/``stride`` lay out every element of
-    one dense block once (a permuted contiguous tensor; size-1 dims anywhere), else None."""
-    order = sorted(range(len(size)), key=lambda i: (stride[i], i))
-    expect = 1
-    for i in order:
-        if size[i] != 1 and stride[i] != expect:
-            return None
-        expect *= size[i]
-    return order
 
 
 def _strides_in_order(shape: tuple[Any, ...], order: list[int], size: tuple[int, ...],

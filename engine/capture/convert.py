@@ -15,7 +15,7 @@ import sympy
 import torch
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-from ..ir import IRError, Namespace, Node, OutputAlias, ScalarType, TensorType, Trace, Var, dtype_name
+from ..ir import IRError, Namespace, Node, OutputAlias, ScalarType, TensorType, Trace, Var, dense_order, dtype_name
 from ..vocab import VIEW_OPS, infer, is_opaque
 from .aten_map import ATEN_MAP, Builder, NotInVocab, computes_complex
 from .functional import AliasInfo
@@ -99,13 +99,8 @@ class Converter:
         hints = {s: self.hints.get(s.name) for e in shape if isinstance(e, sympy.Basic) for s in e.free_symbols}
         if None in hints.values():
             return True  # no example size to tell by: nothing recorded, as before
-        size = [int(e.subs(hints)) if isinstance(e, sympy.Basic) else int(e) for e in shape]
-        expect = 1
-        for d in sorted(range(len(size)), key=lambda d: (strides[d], d)):
-            if size[d] != 1 and strides[d] != expect:
-                return False
-            expect *= size[d]
-        return True
+        return dense_order([int(e.subs(hints)) if isinstance(e, sympy.Basic) else int(e) for e in shape],
+                           strides) is not None
 
     # -------------------------------------------------------------- main loop
     def run(self) -> Trace:
