@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Every GPU check of satfuse in one run on a lent GPU machine (Python 3.12 with torch 2.11 + CUDA,
 # no network, 64 MiB carried): the nvFuser/CUDA test lane, the CUDA cost of a data obligation's
-# check, the OpInfo report on CUDA (plans on real nvFuser), and bench/run.py's GPU timings (eager, Inductor, satfuse with kernels measured by
+# check, the OpInfo report on CUDA (plans on real nvFuser), random programs on CUDA (bench/fuzz.py
+# --device cuda), and bench/run.py's GPU timings (eager, Inductor, satfuse with kernels measured by
 # torch.profiler beside the cost model's). Logs go to $OUT (default /tmp/satfuse-device).
 #
 # Prepare here, once (nothing of it is committed):
 #   bash ../shared/tools/nvfuser-carry.sh .nvf        # real nvFuser, ~24 MiB
 #   bench/device.sh --prepare                         # egglog 13.2's cp312 bindings (stripped), expecttest: .dev/
 # Then run it there with carry [".nvf", ".dev"]:
-#   bash bench/device.sh [lane] [obligation] [opinfo] [bench]   # default: all four, in that order
+#   bash bench/device.sh [lane] [obligation] [opinfo] [fuzz] [bench]   # default: all but fuzz, in that order
+#   bash bench/device.sh lane+opinfo+fuzz bench    # steps joined by '+' run at once (keep timings alone)
 # Knobs: LANE_TIMEOUT, BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_OPS (op ids), OPINFO_LIMIT,
-# OPINFO_JOBS, OPINFO_TIMEOUT, OBLIGATION_REPS, OBLIGATION_TIMEOUT (each of its three runs).
+# OPINFO_JOBS, OPINFO_TIMEOUT, OBLIGATION_REPS, OBLIGATION_TIMEOUT (each of its three runs),
+# FUZZ_RUNS ("mode:seed ..." campaigns run at once), FUZZ_TIME (seconds each), FUZZ_DEVICE (default cuda).
 #
 # Why not pip: the machine has no registry; satfuse needs only egglog.bindings (11 MiB stripped),
 # and its subpackages are linked into satfuse/ the way pyproject's package-dir maps them.
@@ -59,24 +62,50 @@ from satfuse.lowering import nvfuser_probe
 print("satfuse from", satfuse.__file__, "; nvFuser:", nvfuser_probe.probe())
 PY
 
-for s in "${steps[@]}"; do
+step() {
+  local s=$1 t0
   t0=$(date +%s)
   case $s in
     lane)
       timeout "${LANE_TIMEOUT:-240}" python3 -m pytest -q -p no:cacheprovider --continue-on-collection-errors \
-        -m "nvfuser or cuda" -o addopts="" tests 2>&1 | tee "$OUT/lane.log" | tail -40 ;;
+        -m "nvfuser or cuda" -o addopts="" tests > "$OUT/lane.log" 2>&1; tail -40 "$OUT/lane.log" ;;
     obligation)
       for dn in cuda:512 cuda:8192 cpu:512; do  # the machine's CPU too: quieter than a shared dev box
         timeout "${OBLIGATION_TIMEOUT:-90}" python3 bench/obligation_check.py --device "${dn%:*}" --n "${dn#*:}" \
           --reps "${OBLIGATION_REPS:-100}" 2>&1
-      done | tee "$OUT/obligation.log" ;;
+      done > "$OUT/obligation.log"; cat "$OUT/obligation.log" ;;
     opinfo)
       SATFUSE_OPINFO_DEVICE=cuda SATFUSE_OPINFO_JOBS=${OPINFO_JOBS:-12} timeout "${OPINFO_TIMEOUT:-150}" \
-        python3 bench/opinfo_report.py --limit "${OPINFO_LIMIT:-2}" ${OPINFO_OPS:-} 2>&1 | tee "$OUT/opinfo.log" | tail -25 ;;
+        python3 bench/opinfo_report.py --limit "${OPINFO_LIMIT:-2}" ${OPINFO_OPS:-} > "$OUT/opinfo.log" 2>&1
+      tail -25 "$OUT/opinfo.log" ;;
+    fuzz)
+      # one campaign per MODE:SEED, at once, inputs on CUDA; reduced repros are appended to the log
+      local runs=() ms
+      for ms in ${FUZZ_RUNS:-jit:10025 jit:10026 optimize:9850 compile:9849}; do
+        timeout $(( ${FUZZ_TIME:-180} + 120 )) python3 bench/fuzz.py --device "${FUZZ_DEVICE:-cuda}" \
+          --mode "${ms%:*}" --seed "${ms#*:}" --count 100000 --time-limit "${FUZZ_TIME:-180}" --reduce-budget 30 \
+          --progress 100 --out "/tmp/fuzz-${ms/:/-}" \
+          > "/tmp/fuzz-${ms/:/-}.log" 2>&1 &
+        runs+=("${ms/:/-}")
+      done
+      wait
+      for r in "${runs[@]}"; do
+        echo "### fuzz $r"; cat "/tmp/fuzz-$r.log"
+        for f in /tmp/fuzz-"$r"/*.py; do [ -f "$f" ] && { echo "#### $f"; cat "$f"; }; done
+      done > "$OUT/fuzz.log"
+      grep -E "^### |equal" "$OUT/fuzz.log" ;;
     bench)
       timeout "${BENCH_TIMEOUT:-330}" python3 bench/run.py --skip-quality --runs 20 --programs "${BENCH_PROGRAMS:-}" --show-kernels \
-        --json "$OUT/gpu.jsonl" 2>&1 | tee "$OUT/bench.log" ;;
-    *) echo "unknown step $s (lane, obligation, opinfo, bench)" ;;
+        --json "$OUT/gpu.jsonl" > "$OUT/bench.log" 2>&1; cat "$OUT/bench.log" ;;
+    *) echo "unknown step $s (lane, obligation, opinfo, fuzz, bench)" ;;
   esac
   echo "## step $s: $(( $(date +%s) - t0 )) s"
+}
+
+# steps joined by '+' run at once (the correctness checks share the machine; timings run alone)
+for group in "${steps[@]}"; do
+  IFS=+ read -r -a members <<< "$group"
+  for s in "${members[@]}"; do step "$s" > "/tmp/step-$s.out" 2>&1 & done
+  wait
+  for s in "${members[@]}"; do cat "/tmp/step-$s.out"; done
 done

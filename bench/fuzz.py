@@ -2,6 +2,7 @@
 
     python bench/fuzz.py --count 1000 --seed 0 --mode optimize     # or jit | compile
     python bench/fuzz.py --count 200 --mode jit --out /tmp/repros  # repros of failures go there
+    python bench/fuzz.py --count 200 --mode jit --device cuda      # on a GPU: plans run on real nvFuser
 
 Each program is generated as Python source (``f(a, b, ...)`` plus ``inputs(D0=.., v=0)``
 that builds its inputs), from an op table derived from ``engine/vocab.py`` (every unary
@@ -58,6 +59,7 @@ import re
 import sys
 import time
 import traceback
+import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -74,6 +76,7 @@ DTYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "bool",
 DTYPE_WEIGHTS = (8, 2, 1.5, 1.5, 2, 3, 2, 1)
 MODES = ("optimize", "jit", "compile")
 DTYPE_VIEWS_ENV = "SATFUSE_FUZZ_DTYPE_VIEWS"
+DEVICE_ENV = "SATFUSE_FUZZ_DEVICE"
 
 # ---------------------------------------------------------------- helpers every program (and repro) carries
 
@@ -101,7 +104,7 @@ def mk(shape, dtype, seed, kind="mixed"):
             v = torch.where(pick, sp[torch.randint(0, 5, (n,), generator=g)], v)
     if kind == "ones":
         v = torch.ones(n, dtype=dtype)
-    return v.reshape(shape)
+    return v.reshape(shape).to(DEVICE)
 
 
 def ix(shape, high, seed, dim=None):
@@ -109,14 +112,20 @@ def ix(shape, high, seed, dim=None):
     written twice would depend on the loop order)."""
     g = torch.Generator().manual_seed(seed)
     if dim is None:
-        return torch.randint(0, max(high, 1), shape, generator=g)
+        return torch.randint(0, max(high, 1), shape, generator=g).to(DEVICE)
     full = list(shape)
     full[dim] = max(high, shape[dim])
     perm = torch.rand(full, generator=g).argsort(dim)
-    return perm.narrow(dim, 0, shape[dim]) % max(high, 1)
+    return (perm.narrow(dim, 0, shape[dim]) % max(high, 1)).to(DEVICE)
 '''
 
-HEADER = "import math\n\nimport torch\nimport torch.nn.functional as F\n"
+
+
+def header() -> str:
+    """The imports every program (and repro) starts with, and the device its inputs are made
+    on (``--device``; values are drawn on the CPU either way, so a seed's values are the same)."""
+    device = os.environ.get(DEVICE_ENV, "cpu")
+    return f"import math\n\nimport torch\nimport torch.nn.functional as F\n\nDEVICE = {device!r}\n"
 
 # ---------------------------------------------------------------- program representation
 
@@ -154,7 +163,7 @@ class Program:
                 f"SIZES_A = {self.sizes_a!r}\nSIZES_B = {self.sizes_b!r}\n")
 
     def module_source(self) -> str:
-        return HEADER + HELPERS + "\n\n" + self.source()
+        return header() + HELPERS + "\n\n" + self.source()
 
 
 def _names(src: str) -> set[str]:
@@ -183,7 +192,7 @@ class Gen:
         self.seed_ctr = rng.randrange(1000)
         self.env: dict[str, Any] = {}
         self.ns: dict[str, Any] = {}
-        exec(compile(HEADER + HELPERS, "<fuzz helpers>", "exec"), self.ns)
+        exec(compile(header() + HELPERS, "<fuzz helpers>", "exec"), self.ns)
 
     # -------------------------------------------------------- inputs
     def _seed(self) -> int:
@@ -487,8 +496,9 @@ class Gen:
             dt = r.choices(DTYPES, DTYPE_WEIGHTS)[0]
             opts = [f"torch.full_like({x}, {self.scalar(t)})", f"torch.zeros_like({x})", f"torch.ones_like({x}, dtype=torch.{dt})",
                     f"{x}.new_full({x}.shape, {self.scalar(t)})",
-                    f"torch.arange({x}.shape[{self.dim(x)}], dtype=torch.{dt})" if t.dim() else f"torch.arange(3, dtype=torch.{dt})",
-                    f"torch.full(({x}.numel(), 2), {self.scalar(None)})"]
+                    f"torch.arange({x}.shape[{self.dim(x)}], dtype=torch.{dt}, device={x}.device)" if t.dim()
+                    else f"torch.arange(3, dtype=torch.{dt}, device={x}.device)",
+                    f"torch.full(({x}.numel(), 2), {self.scalar(None)}, device={x}.device)"]
             return f"{v} = {r.choice(opts)}", (v,)
         if k == "copy":
             return f"{x}.copy_({self.other(x)})", ()
@@ -587,7 +597,7 @@ class Gen:
             if kind == "getitem":
                 return f"{v} = {x}[{name}]", (v,)
             val = self.scalar(t)
-            return f"{x}.index_put_(({name},), torch.tensor({val}, dtype={x}.dtype), accumulate={r.random() < 0.5})", ()
+            return f"{x}.index_put_(({name},), torch.tensor({val}, dtype={x}.dtype, device={x}.device), accumulate={r.random() < 0.5})", ()
         kind = r.choice(["scatter", "scatter_", "scatter_add", "index_copy", "index_copy_", "index_add_", "index_fill_"])
         shape = list(t.shape)
         if kind.startswith("scatter"):
@@ -831,7 +841,7 @@ def _widened(xs: list[Any]) -> list[Any] | None:
             continue
         if flat is None:
             n = st.nbytes() // x.element_size()
-            flat = torch.empty(0, dtype=x.dtype).set_(st, 0, (n,), (1,)).to(WIDE[x.dtype])
+            flat = torch.empty(0, dtype=x.dtype, device=x.device).set_(st, 0, (n,), (1,)).to(WIDE[x.dtype])
             flats[st.data_ptr()] = (x.dtype, flat)
         out.append(flat.as_strided(x.size(), x.stride(), x.storage_offset()))
     return out
@@ -973,9 +983,12 @@ def check_call(label: str, fn: Callable, make: Callable[[], list[Any]], plan: Ca
 
 
 def _load(src: str) -> dict[str, Any]:
-    ns: dict[str, Any] = {"__name__": "fuzz_program"}
-    exec(compile(src, "<fuzz program>", "exec"), ns)
-    return ns
+    """The program as a module that ``sys.modules`` knows: Dynamo (torch 2.11, the GPU machines')
+    imports a compiled function's ``__module__``, and a bare namespace made every compile raise."""
+    mod = types.ModuleType("fuzz_program")
+    sys.modules[mod.__name__] = mod
+    exec(compile(src, "<fuzz program>", "exec"), mod.__dict__)
+    return mod.__dict__
 
 
 def evaluate(src: str, mode: str) -> dict[str, str]:
@@ -1392,7 +1405,7 @@ def repro_source(p: Program, res: dict[str, str], mode: str, found_by: str) -> s
     detail = "\n".join("#   " + ln for ln in _wrap(res["detail"], 110))
     head = (f"# fuzz repro ({mode}): {res['status']} [{res['sig']}], {p.origin}; found by {found_by}\n"
             f"# python bench/fuzz.py --mode {mode} ... reduced it; eager vs satfuse:\n{detail}\n")
-    return head + HEADER + HELPERS + "\n\n" + p.source() + MAIN.replace("{runner}", RUNNERS[mode])
+    return head + header() + HELPERS + "\n\n" + p.source() + MAIN.replace("{runner}", RUNNERS[mode])
 
 
 def _wrap(s: str, n: int) -> list[str]:
@@ -1493,8 +1506,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=None, help="print program N's source and exit")
     ap.add_argument("--dtype-views", action="store_true",
                     help="also draw x.view(dtype) bitcasts, read and written through (changes the seeds' programs)")
+    ap.add_argument("--device", default="cpu",
+                    help="device the inputs are made on (cuda: plans run on real nvFuser where it imports)")
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ[DEVICE_ENV] = a.device
     if a.dtype_views:
         os.environ[DTYPE_VIEWS_ENV] = "1"
     if a.show is not None:

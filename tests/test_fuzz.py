@@ -191,3 +191,15 @@ def test_a_graph_satfuse_failed_to_plan_is_a_crash(monkeypatch) -> None:
                         [fuzz.Stmt("t0 = a.sin() + 1", ("t0",))], ["t0"], {"D0": 2}, {"D0": 3})
     res = fuzz.evaluate(prog.module_source(), "compile")
     assert (res["status"], res["sig"]) == ("crash", "planning"), res
+
+
+def test_a_program_runs_on_the_device_it_is_fuzzed_on(vocab: dict, monkeypatch) -> None:
+    """``--device``: every input (and a creation op's result) is made on that device, and the
+    program is a module Dynamo can import (torch 2.11's Dynamo imports ``f.__module__``)."""
+    monkeypatch.setenv(fuzz.DEVICE_ENV, "meta")
+    src = next(p.module_source() for i in range(40) if "torch.arange(" in (p := fuzz.generate(SEED, i, vocab)).source())
+    ns = fuzz._load(src)
+    tensors = [x for x in ns["inputs"](**ns["SIZES_A"]) if isinstance(x, fuzz.torch.Tensor)]
+    assert tensors and all(x.device.type == "meta" for x in tensors)
+    assert "device=" in src.split("def f(", 1)[1].split("def inputs(", 1)[0]
+    assert sys.modules[ns["f"].__module__].__dict__ is ns
