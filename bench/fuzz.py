@@ -1128,31 +1128,61 @@ def _serve(conn: Any) -> None:
         if msg is None:
             return
         if msg[0] == "generate":  # generation runs statements on eager: a SIGFPE there kills only us
-            conn.send(("done", generate(msg[1], msg[2], vocab_table())))
+            try:
+                prog = generate(msg[1], msg[2], vocab_table())
+            except Exception:  # noqa: BLE001 - a poisoned CUDA context fails every statement
+                if _cuda_poisoned():
+                    os._exit(CUDA_POISONED)
+                raise
+            if _cuda_poisoned():
+                os._exit(CUDA_POISONED)
+            conn.send(("done", prog))
             continue
         src, mode = msg
         try:
             out = evaluate(src, mode)
         except BaseException as e:  # noqa: BLE001 - the harness itself failed on this program
             out = {"status": "crash", "sig": f"harness:{type(e).__name__}", "detail": f"{type(e).__name__}: {_first(e)}"}
+        if _cuda_poisoned():
+            os._exit(CUDA_POISONED)
         conn.send(("done", out))
+
+
+#: a worker's exit code after a kernel's device-side assert: the CUDA context is lost for good
+#: (every later call fails), so the worker is replaced and the program judged as a death
+CUDA_POISONED = 86
+
+
+def _cuda_poisoned() -> bool:
+    """Whether a device-side assert (eager's gather or index_add_ with an index out of range, which
+    the CPU raises as an IndexError) has left this process's CUDA context unusable."""
+    if not torch.cuda.is_initialized():
+        return False
+    try:
+        torch.cuda.synchronize()
+        torch.empty(1, device="cuda").fill_(0).item()
+    except Exception:  # noqa: BLE001
+        return True
+    return False
 
 
 def _eager_dies(src: str, mode: str, timeout: float = 120.0) -> bool:
     """Whether eager PyTorch alone, in a fresh process, dies on the program's calls (a signal:
-    ``INT_MIN // -1`` is SIGFPE in eager's integer division kernel): then the worker's death is
-    eager's, not the plan's."""
+    ``INT_MIN // -1`` is SIGFPE in eager's integer division kernel; on CUDA, a device-side assert,
+    after which the process can run nothing): then the worker's death is eager's, not the plan's."""
     import subprocess
 
     calls = "[SIZES_A, dict(SIZES_A, v=1)]" if mode == "optimize" else "[SIZES_A, SIZES_B, dict(SIZES_A, v=1)]"
     code = (src + f"\nfor _s in {calls}:\n    try:\n        f(*inputs(**_s))\n    except Exception:\n"
-            "        pass\n")
+            "        pass\n"
+            "if torch.cuda.is_initialized():\n    try:\n        torch.cuda.synchronize()\n"
+            f"    except Exception:\n        import os\n        os._exit({CUDA_POISONED})\n")
     try:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=timeout,
                              env={**os.environ, "OMP_NUM_THREADS": "1"})
     except subprocess.TimeoutExpired:
         return False
-    return out.returncode < 0
+    return out.returncode < 0 or out.returncode == CUDA_POISONED
 
 
 class Worker:
@@ -1184,11 +1214,15 @@ class Worker:
                 return self.conn.recv()[1]
             except (EOFError, OSError):
                 pass
+            self.proc.join(5)
             code = self.proc.exitcode
             self._restart()
             if _eager_dies(src, mode):
                 return {"status": "eager-died", "sig": "eager-died",
                         "detail": f"eager itself kills the process (exit code {code}) on this program"}
+            if code == CUDA_POISONED:
+                return {"status": "crash", "sig": "device-assert", "detail": "the plan's kernels hit a device-side "
+                        "assert (the CUDA context is lost); eager alone does not"}
             return {"status": "crash", "sig": "process-died", "detail": f"worker died (exit code {code})"}
         self._restart()
         return {"status": "hang", "sig": "hang", "detail": f"no result within {self.timeout:.0f} s"}
@@ -1511,6 +1545,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ[DEVICE_ENV] = a.device
+    if a.device.startswith("cuda"):  # a device-side assert then surfaces at the kernel that made it
+        os.environ.setdefault("CUDA_LAUNCH_BLOCKING", "1")
     if a.dtype_views:
         os.environ[DTYPE_VIEWS_ENV] = "1"
     if a.show is not None:

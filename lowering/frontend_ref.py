@@ -232,7 +232,7 @@ class FusionDefinition:
                 raise
             for i in dead:
                 slots[i] = None
-        outs = _fresh([slots[o.idx] for o in self._outputs],
+        outs = fresh_outputs([slots[o.idx] for o in self._outputs],
                       [x for (v, spec), x in zip(self._inputs, inputs) if spec[0] == "tensor"])
         vals = [(inp, slots[o.idx]) for o, inp in self._aliases]
         for inp, val in vals:
@@ -248,11 +248,14 @@ class FusionDefinition:
         return outs
 
 
-def _fresh(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """nvFuser's outputs are new tensors; torch ops may return views (an ``expand`` of an input,
-    one output broadcast from another): copy each output whose memory an input or an earlier
-    output already holds, so no output shares memory where nvFuser's would not (an empty output
-    included: its storage is still the viewed buffer's)."""
+def fresh_outputs(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """A segment's outputs as new tensors, which is what the plan assumes of every segment output.
+    Torch ops may return views (an ``expand`` of an input, one output broadcast from another), and
+    so does nvFuser 0.2.36's own alias analysis (on an H200: a reduction over size-1 dimensions is
+    a squeeze of its input, a zero pad or a ``where`` of one tensor the input itself), after which
+    a write-back to that input changed the output. Each output whose memory an input or an earlier
+    output already holds is copied (an empty output included: its storage is still the viewed
+    buffer's)."""
     taken = {x.untyped_storage().data_ptr() for x in inputs if x.numel()}
     out = []
     for t in outs:

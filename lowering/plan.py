@@ -193,7 +193,7 @@ class _Fusion:
         for i in self.alias_pos:  # a non-contiguous buffer was written through a contiguous copy
             if args[i] is not inputs[i]:
                 inputs[i].copy_(args[i])
-        return outs
+        return frontend_ref.fresh_outputs(outs, [x for x in args if isinstance(x, torch.Tensor)])
 
     def _error(self, e: Exception) -> Exception:
         tb = e.__traceback__

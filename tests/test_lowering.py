@@ -189,6 +189,54 @@ def test_a_segment_nvfuser_fails_on_runs_on_torch_unless_it_wrote(monkeypatch, c
     assert torch.equal(x, a)
 
 
+class _ViewingNvFuser:
+    """A frontend that returns an output as a view of an input holding the same values, as
+    nvFuser 0.2.36's alias analysis does on an H200 (a reduction over a size-1 dimension is a
+    squeeze, a zero pad the input itself)."""
+
+    from satfuse.lowering.frontend_ref import DataType
+    from satfuse.lowering.frontend_ref import FusionDefinition as _Ref
+
+    class FusionDefinition(_Ref):
+        def execute(self, inputs, device=None):
+            outs = super().execute(inputs, device=device)
+            ins = [x for x in inputs if isinstance(x, torch.Tensor) and x.is_contiguous()]
+            return [next((x.view(o.shape) for x in ins if x.dtype == o.dtype and x.numel() == o.numel()
+                          and torch.equal(x.reshape(o.shape), o)), o) for o in outs]
+
+
+@pytest.mark.parametrize("case", ["amax", "sum_then_write", "pad"])
+def test_an_nvfuser_output_that_views_an_input_is_returned_fresh(monkeypatch, case):
+    """Found by bench/fuzz.py --device cuda on an H200 (jit 10025 #36, optimize 9850 #154, jit
+    10026 #66): the plan returned a view of its input where eager returns a new tensor, and a
+    write-back to that input then changed an output already computed."""
+    from satfuse.lowering import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "_frontend", lambda executor: (_ViewingNvFuser, True))
+
+    def amax(a):
+        return a.amax(0)
+
+    def sum_then_write(a):
+        t = a.sum()
+        a.squeeze(0).div_(2)
+        return t
+
+    def pad(a):
+        return F.pad(a, (0, 0))
+
+    f = {"amax": amax, "sum_then_write": sum_then_write, "pad": pad}[case]
+    a = torch.tensor([3.0])
+    c = capture(f, a.clone())
+    p = lower(c.trace, hints=c.symbol_hints, executor="nvfuser")
+    x, y = a.clone(), a.clone()
+    got, want = p(x)[0], f(y)
+    assert torch.equal(got, want) and torch.equal(x, y)
+    assert got.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    x.add_(1)
+    assert torch.equal(got, want)
+
+
 def test_pad_of_bool_has_a_bool_value():
     x = torch.rand(1, 3, 3) > 0.5
     c = capture(lambda x: F.pad(x, (2, 2)), x)
