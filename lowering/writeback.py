@@ -14,8 +14,12 @@ that may share its storage) must still see the old value. For each write-back:
    ``val``) when ``P`` is a segment, no reader of the old value runs after ``P``, and inside
    ``P`` every op that depends on the old value is elementwise on ``buf``'s exact shape and
    reads it through ``buf`` itself, not through a view (so each element is read and then
-   written by the same thread: no other thread, and no later kernel of the segment, can
-   observe a half-written buffer). Later readers of ``val`` read ``buf`` itself.
+   written by the same thread: no other thread can observe a half-written buffer), and every
+   op reading the old value (directly or through unary ops, which nvFuser's segmenter may
+   recompute in any kernel) is an ancestor of ``val``, so data dependence orders it before the
+   write: nvFuser runs the kernels of one fusion in any order their data allows, and on an
+   H200 a kernel writing ``buf`` ran before another output's kernel read it. Later readers of
+   ``val`` read ``buf`` itself.
 4. Otherwise **copy**: ``buf.copy_(val)`` right after the later of ``P`` and the last
    reader of the old value.
 5. Program outputs that may alias an old value are cloned just before that buffer is
@@ -98,23 +102,28 @@ class _SegReads:
 
     nodes: list[tuple[Node, list[Var]]]
     readers: dict[int, list[int]]  # id(var) -> indices into nodes, in order
+    producer: dict[int, int]  # id(var) -> index of the node computing it
     sharing: dict[int, list[Var]] | None = None  # id(buffer) -> inputs that may share its storage
 
     @classmethod
     def of(cls, seg: Segment) -> "_SegReads":
         nodes = [(n, data_inputs(n)) for n in seg.nodes]
         readers: dict[int, list[int]] = {}
-        for i, (_, ins) in enumerate(nodes):
+        producer: dict[int, int] = {}
+        for i, (n, ins) in enumerate(nodes):
             for v in ins:
                 lst = readers.setdefault(id(v), [])
                 if not lst or lst[-1] != i:
                     lst.append(i)
-        return cls(nodes, readers)
+            for o in n.outs:
+                producer[id(o)] = i
+        return cls(nodes, readers, producer)
 
 
-def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]], reads: _SegReads) -> str | None:
-    """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape
-    and the segment reads that value only through ``buf`` itself (a view maps elements elsewhere)."""
+def _pointwise_cone(seg: Segment, buf: Var, val: Var, al: dict[int, frozenset[int]], reads: _SegReads) -> str | None:
+    """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape,
+    the segment reads that value only through ``buf`` itself (a view maps elements elsewhere),
+    and every op reading it (directly or through unary ops) feeds ``val``."""
     if reads.sharing is None:  # per buffer, the segment's inputs that may share its storage
         reads.sharing = {}
         for v in seg.inputs:
@@ -147,6 +156,29 @@ def _pointwise_cone(seg: Segment, buf: Var, al: dict[int, frozenset[int]], reads
                     _same(a, b) for a, b in zip(t.shape, shape)):
                 return f"{o.name} = {n.op}(...) broadcasts it inside {seg.name}"
         dep.add(id(o))
+    # the ops that read the old value: buf's readers, and readers of unary ops of it (nvFuser
+    # forwards unary ops of a fusion input into each kernel that uses them)
+    direct: set[int] = set()
+    frontier = [id(buf)]
+    while frontier:
+        for i in reads.readers.get(frontier.pop(), ()):
+            if i not in direct:
+                direct.add(i)
+                n = reads.nodes[i][0]
+                if n.op in UNARY or n.op == "cast":
+                    frontier.append(id(n.outs[0]))
+    feeds: set[int] = set()  # the cone's ops that val depends on
+    stack = [id(val)]
+    while stack:
+        i = reads.producer.get(stack.pop())
+        if i is None or i in feeds or i not in cone:
+            continue
+        feeds.add(i)
+        stack.extend(id(v) for v in reads.nodes[i][1])
+    for i in sorted(direct - feeds):
+        n = reads.nodes[i][0]
+        return (f"{n.outs[0].name} = {n.op}(...) reads its old value for another value inside {seg.name}, "
+                "whose kernel nvFuser may run after the write")
     return None
 
 
@@ -255,7 +287,7 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
         else:
             if float(p) in reads and p not in seg_reads:
                 seg_reads[p] = _SegReads.of(steps[p])
-            why = _pointwise_cone(steps[p], b, al, seg_reads[p]) if float(p) in reads else None
+            why = _pointwise_cone(steps[p], b, v, al, seg_reads[p]) if float(p) in reads else None
             if why is None and any(o is not v and id(b) in al.get(id(o), frozenset()) for o in outputs_of.get(p, ())):
                 # an output that may share b's storage is cloned before b is written, and it
                 # does not exist before the segment that would write b in place has run

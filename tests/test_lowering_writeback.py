@@ -185,3 +185,67 @@ def f(x: "f32[3, 3]"):
     torch.testing.assert_close(x, exp)
     assert p.stats()["copy_writebacks"] == 1
     assert "may share x's storage" in p.decisions["x"]
+
+
+class _WriteFirstNvFuser:
+    """A frontend whose kernel writing an aliased input runs before the fusion's other kernels,
+    as nvFuser may order them (on an H200: optimize fuzz 9850 #13, jit 10026 #113 #114)."""
+
+    from satfuse.lowering.frontend_ref import DataType
+    from satfuse.lowering.frontend_ref import FusionDefinition as _Ref
+
+    class FusionDefinition(_Ref):
+        def execute(self, inputs, device=None):
+            outs = super().execute(inputs, device=device)  # reads everything, then writes
+            return super().execute(inputs, device=device) if self._aliases else outs
+
+
+def _exp2_then_fill(d):
+    t = torch.exp2(d)
+    d.detach().fill_(2)
+    return t
+
+
+def _or_then_lt(a):
+    t = torch.logical_or(a, a)
+    a.lt_(a)
+    return torch.tanh(t)
+
+
+def _abs_then_ne(a):
+    t = a.abs()
+    a.ne_(2)
+    return t.masked_fill(t != t, 3)
+
+
+@pytest.mark.parametrize("f, x", [(_exp2_then_fill, torch.tensor([[3]])), (_or_then_lt, torch.tensor([0.5])),
+                                  (_abs_then_ne, torch.tensor([[-2.0, 1.5], [2.0, -0.5]], dtype=torch.float64))],
+                         ids=["exp2", "logical_or", "abs"])
+def test_an_input_read_for_another_value_is_written_after_the_segment(monkeypatch, f, x):
+    """A write-back aliased in a segment whose other outputs read the buffer's old value: nvFuser
+    may run the writing kernel first, so the write is a copy after the segment."""
+    from satfuse.engine import capture
+    from satfuse.lowering import plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "_frontend", lambda executor: (_WriteFirstNvFuser, True))
+    c = capture(f, x.clone())
+    p = lower(c.trace, hints=c.symbol_hints, executor="nvfuser")
+    (buf, why), = p.decisions.items()
+    assert why.startswith("copy after") and "for another value" in why, why
+    got_in, want_in = x.clone(), x.clone()
+    got, want = p(got_in)[0], f(want_in)
+    assert torch.equal(got, want) and torch.equal(got_in, want_in)
+
+
+def test_a_buffer_read_only_by_the_written_value_stays_aliased():
+    """Adam's moments: each buffer's old value feeds only its new value (another value reads the
+    new one), so data dependence orders every read before the write: still aliased in place."""
+    from satfuse.engine import capture
+
+    def step(p, m, g):
+        m.mul_(0.9).add_(g, alpha=0.1)
+        p.sub_(m * 0.01)
+
+    c = capture(step, *(torch.randn(8) for _ in range(3)))
+    p = lower(c.trace, hints=c.symbol_hints, executor="reference")
+    assert all(d.startswith("aliased in") for d in p.decisions.values()), p.decisions
