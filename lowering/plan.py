@@ -96,13 +96,14 @@ class _Built:
     """A FusionDefinition built once for every segment whose definition is the same text but for
     its names (:func:`definition_key`): 345 identical transformer blocks build (and nvFuser
     compiles) 4 definitions, not 1,380. Also the reference executor's stand-in, once nvFuser
-    has failed on it."""
+    has failed on it, and the operand layouts nvFuser has run it on."""
 
-    __slots__ = ("fd", "on_torch")
+    __slots__ = ("fd", "on_torch", "tried")
 
     def __init__(self) -> None:
         self.fd: Any = None
         self.on_torch: Any = None
+        self.tried: set[tuple] = set()
 
 
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -172,6 +173,17 @@ class _Fusion:
         if built.on_torch is not None:
             return built.on_torch.execute(inputs, device=self.device)
         args = [x.contiguous() if isinstance(x, torch.Tensor) else x for x in inputs]
+        untried = None
+        if self.alias_pos:
+            # the first call of each layout writes copies of the caller's buffers (copied back
+            # once nvFuser has run): nvFuser compiles then, where its INTERNAL ASSERTs were seen
+            untried = tuple((x.shape, x.stride()) for x in args if isinstance(x, torch.Tensor))
+            if untried in built.tried:
+                untried = None
+            else:
+                for i in self.alias_pos:
+                    if args[i] is inputs[i]:
+                        args[i] = inputs[i].clone(memory_format=torch.contiguous_format)
         try:
             fd = built.fd
             if fd is None:
@@ -179,9 +191,9 @@ class _Fusion:
             outs = fd.execute(args, device=self.nvf_device)
         except Exception as e:
             # nvFuser refused or broke on a valid definition (seen: INTERNAL ASSERTs for some 0-d
-            # and integer fusions on an H100). A segment that writes no caller buffer has changed
-            # nothing yet, so it runs on torch ops instead, from now on; one that does must raise.
-            if self.alias_pos or self.emitted.aliases:
+            # and integer fusions on an H100 and H200). A segment that has written no caller
+            # buffer yet runs on torch ops instead, from now on; one that may have must raise.
+            if (self.alias_pos or self.emitted.aliases) and untried is None:
                 raise self._error(e) from e
             built.on_torch = definition_from_text(self.emitted, frontend_ref)
             ops = sorted({n.op for n in self.emitted.lineno_map.values()})
@@ -190,7 +202,9 @@ class _Fusion:
                                  (str(e).strip().splitlines() or [""])[0][:200], ", ".join(ops), _operands(args))
             log.lowering.debug("%s: the definition nvFuser failed on:\n%s", self.emitted.name, self.emitted.source)
             return built.on_torch.execute(inputs, device=self.device)
-        for i in self.alias_pos:  # a non-contiguous buffer was written through a contiguous copy
+        if untried is not None:
+            built.tried.add(untried)
+        for i in self.alias_pos:  # a buffer was written through a contiguous copy
             if args[i] is not inputs[i]:
                 inputs[i].copy_(args[i])
         return frontend_ref.fresh_outputs(outs, [x for x in args if isinstance(x, torch.Tensor)])
