@@ -568,8 +568,16 @@ def _slice(e: _Emitter, n: Node) -> str:
 
 @translates("cat")
 def _cat(e: _Emitter, n: Node) -> str:
+    """An operand given twice is given the second time as a copy: nvFuser 0.2.36 made
+    ``cat([a, a])`` the shape of ``a`` once the cat was read by another op too (an H200:
+    optimize fuzz 9850 #141, a wrong shape), and right with distinct operands."""
     ot = n.out.type
-    ts = [e.h[id(t)] for t in n.args[0]]
+    ts: list[str] = []
+    for t in n.args[0]:
+        h = e.h[id(t)]
+        if h in ts:
+            h = e.new(e.fresh(f"{h}_again"), f"fd.ops.set({h})", e.shape[h], e.dtype[h], e.bcast[h])
+        ts.append(h)
     return e.new(e.vn(n.out), f"fd.ops.cat([{', '.join(ts)}], dim={n.args[1] % ot.rank})", ot.shape, ot.dtype)
 
 

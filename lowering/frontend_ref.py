@@ -217,6 +217,11 @@ class FusionDefinition:
                 raise FrontendError(f"scalar input v{v.idx} given a tensor")
             slots[v.idx] = x
         self._device = dev or (torch.device(device) if device is not None else torch.device("cpu"))
+        if self._device.type != "cpu":  # a CPU 0-d operand is a scalar to nvFuser: it meets the others there
+            written = {id(inp) for _, inp in self._aliases}
+            for (v, spec), x in zip(self._inputs, inputs):
+                if spec[0] == "tensor" and x.dim() == 0 and x.device.type == "cpu" and id(v) not in written:
+                    slots[v.idx] = x.to(self._device)
         frees = self._frees
         if frees is None:
             frees, self._into = self._last_uses()

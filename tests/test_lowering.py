@@ -299,3 +299,37 @@ def test_forms_nvfuser_has_no_half_or_integer_kernel_for_compute_in_float_or_cop
     for op, h in called:
         assert "dtype=DataType.Float" in defs.get(h, ""), (op, h, src)
     assert "fd.ops.ceil(" not in src and "fd.ops.set(" in src, src
+
+
+def test_a_cpu_scalar_operand_meets_the_other_operands_on_their_device():
+    """A number computed on the host (``0.5 * alpha``) is a 0-d CPU tensor, a scalar to nvFuser;
+    where nvFuser failed, the reference executor broadcast it and met a CUDA tensor (optimize fuzz
+    9851 #13 on an H200: device mismatch). Meta stands in for CUDA here."""
+    import math
+
+    def f(a):
+        return torch.add(a.unsqueeze(0).reshape(-1), 0.5, alpha=math.inf)
+
+    c = capture(f, torch.empty((), device="meta"))
+    p = lower(c.trace, hints=c.symbol_hints, executor="reference")
+    assert "eager.mul(0.5, float('inf'))" in p.source
+    out = p(torch.empty((), device="meta"))[0]
+    assert out.device.type == "meta" and out.shape == (1,)
+
+
+def test_cat_of_one_tensor_twice_gives_nvfuser_distinct_operands():
+    """nvFuser 0.2.36 on an H200 returned ``cat([a, a])`` with ``a``'s shape once another op read
+    the cat too (optimize fuzz 9850 #141), and the right shape for ``cat([a, set(a)])``."""
+    import re
+
+    def f(a):
+        t = torch.cat([a, a, a], 0)
+        return t, torch.addcdiv(t, t, t)
+
+    x = torch.randn(2)
+    c = capture(f, x)
+    p = lower(c.trace, hints=c.symbol_hints, executor="reference")
+    operands = re.search(r"fd\.ops\.cat\(\[([^\]]*)\]", p.source).group(1).split(", ")
+    assert len(set(operands)) == 3, p.source
+    for g, w in zip(p(x), f(x)):
+        torch.testing.assert_close(g, w)
