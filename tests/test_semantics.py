@@ -527,6 +527,17 @@ def test_clamp_with_nan_bound():
     check_optimize(lambda t: torch.clamp(t, min=-1.0, max=1.0), x)
 
 
+def test_clamp_follows_the_running_torchs_nan_bound(monkeypatch):
+    """torch 2.11 (the GPU machines') ignores a number nan bound of ``clamp`` where 2.13 makes every
+    element nan: capture asks the running torch (fuzz on an H200: compile 9849 #61, jit 10028 #48)."""
+    from satfuse.engine.capture import compat
+
+    x = torch.tensor([-1.5, 0.0, NAN, 2.0])
+    monkeypatch.setattr(compat, "nan_bound_propagates", lambda op: False)
+    plan = satfuse.optimize(lambda t: torch.clamp(t, min=NAN, max=1.0), x)
+    torch.testing.assert_close(plan(x), torch.tensor([-1.5, 0.0, NAN, 1.0]), equal_nan=True)
+
+
 # ---------------------------------------------------------------- bool arithmetic
 
 def test_bool_add_with_alpha():

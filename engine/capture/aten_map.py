@@ -14,6 +14,7 @@ import torch
 
 from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
 from ..vocab import BINARY, EAGER_COPIES, EAGER_MADE, EAGER_STRIDES, UNARY, prod_extents
+from . import compat
 from .eager_paths import eager_copies, eager_strides
 from .inplace import INPLACE_OF, functional_variant
 
@@ -547,7 +548,8 @@ def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
                 raise NotInVocab(f"clamp by a tensor {_TIES}")
             x = b(op, x, bound)
         elif isinstance(bound, float) and bound != bound:  # eager: a nan bound makes every element nan
-            x = b("add", x, bound)
+            if compat.nan_bound_propagates(b.n.target._overloadpacket.__name__.split(".")[-1]):
+                x = b("add", x, bound)
         else:
             x = b("where", b(cmp, x, bound), bound, x)
     return b.result(x)

@@ -1,17 +1,19 @@
 """The torch APIs capture uses that differ between torch releases.
 
 satfuse supports torch 2.13 and 2.14 (pyproject; CI runs 2.13). The lent GPU machines have 2.11
-(their CUDA build), where ``bench/device.sh`` runs the nvFuser lane, OpInfo on CUDA and the GPU
-benchmarks, so capture must run there too: each shim uses the newer API where it exists and says
-what 2.11 has instead. 2.11 is not supported beyond that: some of eager's own semantics differ
-(``clamp`` with a nan bound ignores it in 2.11 and propagates it in 2.13; some error messages and
-exception types), and satfuse follows 2.13's (the suite under 2.11: tests/test_semantics.py
-``test_clamp_with_nan_bound`` and four others fail).
+(their CUDA build), where ``bench/device.sh`` runs the nvFuser lane, OpInfo on CUDA, random
+programs on CUDA and the GPU benchmarks, so capture must run there too: each shim uses the newer
+API where it exists and says what 2.11 has instead. Where eager's own answer differs, capture
+follows the running torch's, probed once (``clamp`` with a number nan bound ignores it in 2.11 and
+propagates it in 2.13). 2.11 is not supported beyond that: some error messages and exception
+types differ, and satfuse follows 2.13's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import math
 from typing import Any, Iterator
 
 import torch
@@ -60,3 +62,13 @@ def symbol_values(shape_env: Any) -> dict:
     ``var_to_val``)."""
     return getattr(shape_env, "backed_var_to_val", None) or getattr(shape_env, "var_to_val", {})
 
+
+
+@functools.cache
+def nan_bound_propagates(op: str) -> bool:
+    """Whether eager's ``op`` (clamp, clamp_min, clamp_max) with a number nan bound makes every
+    element nan (2.13) or ignores the bound (``clamp`` in 2.11; there ``clamp_min`` propagates)."""
+    x = torch.zeros(1)
+    fn = {"clamp": lambda: torch.clamp(x, min=math.nan), "clamp_min": lambda: torch.clamp_min(x, math.nan),
+          "clamp_max": lambda: torch.clamp_max(x, math.nan)}[op]
+    return bool(fn().isnan().item())
