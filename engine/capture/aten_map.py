@@ -540,7 +540,7 @@ def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
     if isinstance(x, Var) and out is not None and x.type.dtype != out:
         # eager clamps in the result dtype: clamp(i32, 2**31, 0.5) is float32, its bounds too
         x = b("cast", x, out)
-    for bound, op, cmp in ((lo, "maximum", "lt"), (hi, "minimum", "gt")):
+    for k, (bound, op, cmp) in enumerate(((lo, "maximum", "lt"), (hi, "minimum", "gt"))):
         if bound is None:
             continue
         if isinstance(bound, Var):
@@ -548,7 +548,7 @@ def _clamp(b: Builder, x: Any, lo: Any = None, hi: Any = None) -> Var:
                 raise NotInVocab(f"clamp by a tensor {_TIES}")
             x = b(op, x, bound)
         elif isinstance(bound, float) and bound != bound:  # eager: a nan bound makes every element nan
-            if compat.nan_bound_propagates(b.n.target._overloadpacket.__name__.split(".")[-1]):
+            if compat.nan_bound_propagates(b.n.target._overloadpacket.__name__, (lo, hi)[1 - k] is not None):
                 x = b("add", x, bound)
         else:
             x = b("where", b(cmp, x, bound), bound, x)

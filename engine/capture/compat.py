@@ -65,10 +65,13 @@ def symbol_values(shape_env: Any) -> dict:
 
 
 @functools.cache
-def nan_bound_propagates(op: str) -> bool:
+def nan_bound_propagates(op: str, with_other_bound: bool = False) -> bool:
     """Whether eager's ``op`` (clamp, clamp_min, clamp_max) with a number nan bound makes every
-    element nan (2.13) or ignores the bound (``clamp`` in 2.11; there ``clamp_min`` propagates)."""
+    element nan (2.13) or ignores the bound (2.11's ``clamp`` with that bound alone: beside a
+    second bound, and in ``clamp_min``, it propagates there too)."""
     x = torch.zeros(1)
-    fn = {"clamp": lambda: torch.clamp(x, min=math.nan), "clamp_min": lambda: torch.clamp_min(x, math.nan),
-          "clamp_max": lambda: torch.clamp_max(x, math.nan)}[op]
-    return bool(fn().isnan().item())
+    if op == "clamp":
+        r = torch.clamp(x, math.nan, 1.0) if with_other_bound else torch.clamp(x, min=math.nan)
+    else:
+        r = (torch.clamp_min if op == "clamp_min" else torch.clamp_max)(x, math.nan)
+    return bool(r.isnan().item())
