@@ -119,6 +119,20 @@ class _SegReads:
                 producer[id(o)] = i
         return cls(nodes, readers, producer)
 
+    def reached(self, var: Var, through: Any) -> set[int]:
+        """Indices of the nodes reading ``var``, and of those reading the outputs of a node
+        ``through(node)`` accepts, transitively."""
+        seen: set[int] = set()
+        frontier = [id(var)]
+        while frontier:
+            for i in self.readers.get(frontier.pop(), ()):
+                if i not in seen:
+                    seen.add(i)
+                    n = self.nodes[i][0]
+                    if through(n):
+                        frontier.extend(id(o) for o in n.outs)
+        return seen
+
 
 def _pointwise_cone(seg: Segment, buf: Var, val: Var, al: dict[int, frozenset[int]], reads: _SegReads) -> str | None:
     """None when every op of ``seg`` depending on ``buf``'s old value is elementwise on its shape,
@@ -134,14 +148,7 @@ def _pointwise_cone(seg: Segment, buf: Var, val: Var, al: dict[int, frozenset[in
             return f"{seg.name} also reads {v.name}, which may share {buf.name}'s storage"
     dep = {id(buf)}
     shape = buf.type.shape
-    # the nodes reading buf's value, directly or through nodes that do, in segment order
-    cone: set[int] = set()
-    frontier = [id(buf)]
-    while frontier:
-        for i in reads.readers.get(frontier.pop(), ()):
-            if i not in cone:
-                cone.add(i)
-                frontier.extend(id(o) for o in reads.nodes[i][0].outs)
+    cone = reads.reached(buf, lambda n: True)  # the nodes reading buf's value, directly or through nodes that do
     for i in sorted(cone):
         n, ins = reads.nodes[i]
         hit = [v for v in ins if id(v) in dep]
@@ -158,15 +165,7 @@ def _pointwise_cone(seg: Segment, buf: Var, val: Var, al: dict[int, frozenset[in
         dep.add(id(o))
     # the ops that read the old value: buf's readers, and readers of unary ops of it (nvFuser
     # forwards unary ops of a fusion input into each kernel that uses them)
-    direct: set[int] = set()
-    frontier = [id(buf)]
-    while frontier:
-        for i in reads.readers.get(frontier.pop(), ()):
-            if i not in direct:
-                direct.add(i)
-                n = reads.nodes[i][0]
-                if n.op in UNARY or n.op == "cast":
-                    frontier.append(id(n.outs[0]))
+    direct = reads.reached(buf, lambda n: n.op in UNARY or n.op == "cast")
     feeds: set[int] = set()  # the cone's ops that val depends on
     stack = [id(val)]
     while stack:
