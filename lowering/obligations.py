@@ -1,8 +1,8 @@
 """Rule obligations as plan checks.
 
-A rewrite may rely on a fact the e-graph cannot prove: ``gather/take-to-onehot-sum`` turns
-``take_along_axis(x, i)`` into a one-hot masked sum, equal only when every index is in
-``[0, extent)`` (eager raises otherwise; the one-hot sum quietly yields 0). The rule states
+A rewrite may rely on a fact the e-graph cannot prove: ``gather/take-to-onehot-max`` turns
+``take_along_axis(x, i)`` into a max over a one-hot mask, equal only when every index is in
+``[0, extent)`` (eager raises otherwise; the one-hot max quietly yields -inf). The rule states
 it as data (rules/lang.egg's ``obligation``), extraction returns the obligations of the
 chosen nodes (``Trace.obligations``), and here each becomes a check:
 

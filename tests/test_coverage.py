@@ -91,7 +91,7 @@ def test_builtin_rules_all_fire_and_none_is_unsound(builtin_report):
     assert builtin_report.ok
     rules = by_name(builtin_report)
     # the seed rewrites are forced into plans and tested, not waved through
-    for name in ("gather/gather-to-take", "gather/take-to-onehot-sum", "gather/take-sub-left",
+    for name in ("gather/gather-to-take", "gather/take-to-onehot-max", "gather/take-sub-left",
                  "gather/scatter-value-to-onehot", "functionalize/copy-same-type", "functionalize/copy-copy",
                  "extents/cat-of-split", "algebra/cast-cast-lossless"):
         assert rules[name].status == "sound" and rules[name].checked, (name, rules[name].status, rules[name].detail)
@@ -107,7 +107,7 @@ def test_fire_counts_name_programs_and_birewrite_directions(builtin_report):
 
 def test_guards_per_rule(builtin_report):
     rules = by_name(builtin_report)
-    assert any("0 <= i < ext(x, d)" in g for g in rules["gather/take-to-onehot-sum"].guards)
+    assert any("0 <= i < ext(x, d)" in g for g in rules["gather/take-to-onehot-max"].guards)
     assert any("0 <= i < ext(x, d)" in g for g in rules["gather/gather-to-take"].guards)  # eager gather raises, take does not
     assert "0 <= i < ext(x, d)" in builtin_report.table().split("gather/gather-to-take")[1].splitlines()[0]
 
@@ -116,8 +116,8 @@ def test_json_report(builtin_report, tmp_path):
     data = json.loads(builtin_report.dumps())
     assert data["summary"]["dead"] == 0 and data["summary"]["unsound"] == 0
     names = {r["name"] for r in data["rules"]}
-    assert "gather/take-to-onehot-sum" in names
-    r = next(r for r in data["rules"] if r["name"] == "gather/take-to-onehot-sum")
+    assert "gather/take-to-onehot-max" in names
+    r = next(r for r in data["rules"] if r["name"] == "gather/take-to-onehot-max")
     assert r["fires"] > 0 and r["programs"] and r["guards"] and r["status"] == "sound"
     assert {p["name"] for p in data["programs"]} >= {"ce_hand", "split3"}
 
@@ -241,11 +241,11 @@ def test_rule_forms_parse_sides_and_comments():
     cat = load_catalogue()
     texts = {s.path: s.text.splitlines() for s in cat.sources}
     forms = {r.name: rule_form(r, texts[r.path]) for r in cat.rules}
-    f = forms["gather/take-to-onehot-sum"]
+    f = forms["gather/take-to-onehot-max"]
     ((_, lhs, rhs),) = f.directions
     assert lhs == to_pattern(parse_sexp("(TakeAlongAxis x i d)"))
-    assert rhs[0] == "app" and rhs[1] == "Sum"
-    assert f.doc.startswith("take(x, i, d) = sum_d")
+    assert rhs[0] == "app" and rhs[1] == "Amax"
+    assert f.doc.startswith("take(x, i, d) = amax_d")
     assert [d[0] for d in forms["extents/sub-sum"].directions] == ["=>", "<="]
     assert forms["gather/onehot-to-scatter"].directions[0][2][1] == "Scatter"  # a rule with a union
     assert forms["gather/flat-ext1"].directions == [] and "facts" in forms["gather/flat-ext1"].note

@@ -30,7 +30,7 @@ def wide(tmp_path_factory):
 
 def test_why_take_to_onehot_sum_names_the_failing_condition_and_value(wide, capsys, tmp_path):
     svg = tmp_path / "why.svg"
-    args = ["gather/take-to-onehot-sum", str(wide)] + (["--svg", str(svg)] if dot_program() else [])
+    args = ["gather/take-to-onehot-max", str(wide)] + (["--svg", str(svg)] if dot_program() else [])
     assert main_rules_why(args) == 0
     out = capsys.readouterr().out
     assert "did not fire" in out and "nearest partial matches" in out

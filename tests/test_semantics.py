@@ -540,6 +540,21 @@ def test_clamp_follows_the_running_torchs_nan_bound(monkeypatch):
     assert plan(x).isnan().all()
 
 
+def test_a_lookup_keeps_the_sign_of_a_zero():
+    """gather/take-to-onehot-max: a one-hot *sum* starts from +0 and gave +0.0 for a looked-up
+    -0.0, which ``1 / x`` and ``atan2`` read (jit fuzz 10040 #156: atan2 gave 0 for eager's pi)."""
+    x = torch.tensor([[-0.0, 1.0, 3.0], [2.0, -0.0, NAN], [-INF, 0.0, 5.0]])
+    i = torch.tensor([[0], [1], [0]])
+
+    def f(x, i):  # a lookup of a computed tensor is the one-hot (of an input, take_along_axis)
+        return 1 / torch.take_along_dim(torch.sin(x), i, 1), torch.atan2(torch.zeros(3, 1), torch.gather(x.tan(), 1, i))
+
+    plan = satfuse.optimize(f, x, i)
+    for got, want in zip(plan(x, i), f(x, i)):
+        assert torch.equal(got.nan_to_num(0.5), want.nan_to_num(0.5)), (got, want)
+    assert plan.lowered.source.count("fd.ops.max(") == 2 and "take_along_axis" not in plan.lowered.source
+
+
 # ---------------------------------------------------------------- bool arithmetic
 
 def test_bool_add_with_alpha():
