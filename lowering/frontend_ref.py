@@ -238,7 +238,7 @@ class FusionDefinition:
             for i in dead:
                 slots[i] = None
         outs = fresh_outputs([slots[o.idx] for o in self._outputs],
-                      [x for (v, spec), x in zip(self._inputs, inputs) if spec[0] == "tensor"])
+                             [x for (v, spec), x in zip(self._inputs, inputs) if spec[0] == "tensor"])
         vals = [(inp, slots[o.idx]) for o, inp in self._aliases]
         for inp, val in vals:
             buf = slots[inp.idx]

@@ -63,7 +63,6 @@ def symbol_values(shape_env: Any) -> dict:
     return getattr(shape_env, "backed_var_to_val", None) or getattr(shape_env, "var_to_val", {})
 
 
-
 @functools.cache
 def nan_bound_propagates(op: str, with_other_bound: bool = False) -> bool:
     """Whether eager's ``op`` (clamp, clamp_min, clamp_max) with a number nan bound makes every
