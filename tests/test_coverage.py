@@ -25,8 +25,9 @@ BAD_RULES = """\
 ; take(x, i, d) = one-hot sum, ignoring the ext(i, d) = 1 condition
 (rewrite (TakeAlongAxis x i d) (Sum (Where (Eq (Iota n "i64" d r) i) x (CFloat 0.0)) (ICons d (INil)) 1)
       :when ((is-float x) (= r (rank x)) (= n (ext x d))) :ruleset bad :name "bad/take-onehot-any-index")
-; x - x = x * 0   (true even for inf and NaN: both sides are NaN there)
-(rewrite (Sub x x) (Mul x (CFloat 0.0)) :when ((is-float x)) :ruleset bad :name "bad/sub-self-times-zero")
+; x - x = x * 0 + 0   (true even for inf and NaN, where both sides are NaN, and for a negative x,
+; where x * 0 alone is -0.0 and x - x is +0.0)
+(rewrite (Sub x x) (Add (Mul x (CFloat 0.0)) (CFloat 0.0)) :when ((is-float x)) :ruleset bad :name "bad/sub-self-times-zero-plus-zero")
 ; x - x = 0   (false: inf - inf is NaN, and 0 has lost x's shape)
 (rewrite (Sub x x) (CFloat 0.0) :when ((is-float x)) :ruleset bad :name "bad/sub-self-zero")
 ; guard: none needed, it never matches
@@ -144,6 +145,37 @@ def test_gather_rewrite_ignoring_the_extent_1_condition_is_unsound(bad_report):
     assert any(o.startswith("i = i64[") for o in r.counterexample.operands)
 
 
+def test_a_rule_that_loses_a_zero_s_sign_is_unsound(tmp_path):
+    """The one-hot *sum* form of a lookup (shipped until a fuzz campaign found it: a sum starts
+    from +0, so a looked-up -0.0 came back +0.0, which atan2 and 1/x read) is unsound at the
+    rule level too: a zero's sign is compared."""
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "signs.egg").write_text(textwrap.dedent("""\
+        (ruleset signs)
+        ; take(x, i, d) = sum_d(where(iota_d == i, x, 0), keepdim)   when ext(i, d) = 1
+        (rewrite (TakeAlongAxis x i d) (Sum (Where (Eq (Iota n "i64" d r) i) x (CFloat 0.0)) (ICons d (INil)) 1)
+              :when ((= (ext i d) (Num 1)) (is-float x) (= r (rank x)) (= n (ext x d))) :ruleset signs
+              :name "signs/take-onehot-sum")
+        """))
+    (tmp_path / "corpus.py").write_text(textwrap.dedent("""\
+        import torch
+
+        def lookup(x, i):
+            return torch.take_along_dim(x, i, 1) * 2
+
+        def _g(seed):
+            return torch.Generator().manual_seed(seed)
+
+        CASES = [("lookup", lookup, lambda: (torch.randn(4, 6, generator=_g(1)),
+                                             torch.randint(0, 6, (4, 1), generator=_g(2))))]
+        """))
+    report = check_rules([tmp_path / "rules"], corpus=[tmp_path / "corpus.py"], builtin_corpus=False,
+                         only_paths=True, examples=25)
+    r = by_name(report)["signs/take-onehot-sum"]
+    assert r.status == "unsound", r.detail
+    assert "-0.0" in r.counterexample.problem, r.counterexample.problem
+
+
 def test_rank_changing_rule_is_unsound_not_a_hang(bad_report):
     """x - x -> 0 merges a [3] shape with a 0-d one: saturation records the conflict and goes on,
     and the forced plan differs (or does not run) on the program that shows it."""
@@ -154,7 +186,7 @@ def test_rank_changing_rule_is_unsound_not_a_hang(bad_report):
 
 
 def test_identity_true_for_inf_and_nan_is_not_a_false_positive(bad_report):
-    assert by_name(bad_report)["bad/sub-self-times-zero"].status == "sound"
+    assert by_name(bad_report)["bad/sub-self-times-zero-plus-zero"].status == "sound"
 
 
 def test_never_matching_rule_is_dead(bad_report):
@@ -277,7 +309,7 @@ def test_cli_exit_status_and_json(bad, tmp_path, capsys):
     assert "bad/div-self-one" in text and "UNSOUND" in text and "DEAD" in text
     data = json.loads(out.read_text())
     assert {r["name"] for r in data["rules"]} == {"bad/div-self-one", "bad/take-onehot-any-index",
-                                                 "bad/sub-self-times-zero", "bad/sub-self-zero", "bad/never-matches"}
+                                                 "bad/sub-self-times-zero-plus-zero", "bad/sub-self-zero", "bad/never-matches"}
 
 
 def test_cli_malformed_pack_exits_2_with_location(tmp_path, capsys):
