@@ -45,7 +45,8 @@ UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
         "an in-place op that reads memory it writes in another order (b.mul_(b.unbind(-2)[0]), "
         "t.masked_scatter_(m, t)), or writes a view that holds an element twice (t.expand(3, 3).fill_(1), "
-        "overlapping unfold windows) or an unfold whose last step runs past the end",
+        "overlapping unfold windows) or an unfold whose last step runs past the end or whose extents are symbolic "
+        "(and any view of those windows)",
         r"loop order",
         "eager accepts it and its values depend on the order its loop visits the shared elements; a functional "
         "plan computes every operand before it writes",

@@ -1169,6 +1169,28 @@ def test_write_through_a_view_of_gapped_windows_is_refused_with_symbolic_sizes()
             assert torch.equal(got_in, want_in)
 
 
+@pytest.mark.parametrize("split", ["chunk", "split", "unbind"])
+def test_write_through_a_listed_view_of_gapped_windows_is_refused_with_symbolic_sizes(split):
+    """The same through the views ``chunk``/``split``/``unbind`` return as a list (jit fuzz 10042
+    #186: ``a.unfold(0, 2, 2).chunk(2, 0)[0].sub_(...)`` zeroed a[2] of a size-3 ``a``; torch.compile's
+    own backends, aot_eager and inductor, give the same wrong answer there)."""
+
+    def f(a):
+        windows = a.unfold(0, 2, 2)
+        part = {"chunk": lambda: windows.chunk(2, 0)[0], "split": lambda: windows.split(1, 0)[0],
+                "unbind": lambda: windows.unbind(0)[0]}[split]()
+        part.sub_(part).add_(7)
+        return (a,)
+
+    plan = _jit_dynamic(f, None)
+    for n in (3, 5, 4, 3):
+        a = torch.arange(1, n + 1)
+        want, got = a.clone(), a.clone()
+        plan(got)
+        f(want)
+        assert torch.equal(got, want), (n, got, want)
+
+
 def _jit_dynamic(fn, args):
     return satfuse.jit(fn, dynamic=True)
 

@@ -1021,10 +1021,10 @@ class EagerRewrites(_OverlapCheck):
                             "expanded tensor before writing")
                 if a.alias_info is not None and a.alias_info.is_write and id(v) in self.gapped:
                     raise OrderDependentWriteError(
-                        f"{func} writes through an unfold whose windows overlap or whose last step runs past "
-                        "the end: functionalization's inverse (unfold_backward) sums overlapping windows and zeroes "
-                        "what no window covers, so no plan follows eager's loop order: clone() the windows, or use "
-                        "slices")
+                        f"{func} writes through an unfold whose windows overlap, whose last step runs past "
+                        "the end, or whose extents are symbolic: functionalization's inverse (unfold_backward) sums "
+                        "overlapping windows and zeroes what no window covers, so no plan follows eager's loop "
+                        "order: clone() the windows, or use slices")
             with _CheckedCalls(self):
                 twin = _pointwise_into_out(func, args, kwargs)
             if twin is not None:
@@ -1035,12 +1035,16 @@ class EagerRewrites(_OverlapCheck):
                 and _storage_id(args[0]) in self.written_any) or (self.diverged.eager and any(
                 isinstance(a, torch.Tensor) and id(a) in self.diverged.eager for a in pytree.tree_leaves((args, kwargs)))):
             self.diverged.replay(func, args, kwargs, out)  # eager's layout, where functionalization's differs
-        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
-                out, torch.Tensor) and (id(args[0]) in self.spread or _holds_an_element_twice(out)):
-            self.spread[id(out)] = out
-        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor) and isinstance(
-                out, torch.Tensor) and id(args[0]) in self.gapped:
-            self.gapped[id(out)] = out  # a write through a view of the windows is one through the windows
+        if getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor):
+            # every view the op returns (split and chunk return a list of them: jit fuzz 10042 #186
+            # wrote through ``t.unfold(0, 2, 2).chunk(2)[0]`` and functionalization zeroed the tail)
+            for v in (out if isinstance(out, (list, tuple)) else (out,)):
+                if not isinstance(v, torch.Tensor):
+                    continue
+                if id(args[0]) in self.spread or _holds_an_element_twice(v):
+                    self.spread[id(v)] = v
+                if id(args[0]) in self.gapped:
+                    self.gapped[id(v)] = v  # a write through a view of the windows is one through the windows
         if isinstance(out, torch.Tensor) and torch.Tag.pointwise in func.tags and any(
                 type(a) in (bool, int, float, complex) for a in args):  # promotion with a number operand
             eager_dtype = probe_kernel(func, args, kwargs)  # cached per dtypes: run once in the first pass
