@@ -29,7 +29,7 @@ element by element, or else as PyTorch's own accuracy checker for compiled code 
 kernels round some low-precision ops twice, accumulate in half precision, or are themselves far
 from exact where a program is ill-conditioned); the summary counts these programs. It also
 counts as equal when a call's every value equals eager's run on contiguous copies of the same
-inputs (only for inputs that share no memory, so the program is unchanged): eager's CPU kernels
+inputs (of each input that shares memory with nothing, so the program is unchanged): eager's CPU kernels
 answer some values differently on their vectorized and strided paths (gelu of inf, the sign of a
 complex negation's zero), and a plan computes values, not layouts; the summary counts these too.
 
@@ -848,26 +848,28 @@ def _widened(xs: list[Any]) -> list[Any] | None:
 
 
 def _plain_layout(xs: list[Any]) -> list[Any] | None:
-    """The inputs as fresh contiguous tensors of the same values: the same program to every
-    reader but eager's CPU kernels, several of which answer differently on their vectorized
-    (contiguous) and scalar (strided) paths (gelu of inf, the sign of a complex negation's zero,
-    ulps of erf). None where relaying them out would change what the program computes: two
-    inputs sharing memory, or one overlapping itself."""
+    """The inputs with the same values, each one that shares memory with nothing (no other input,
+    no element of its own twice) made a fresh contiguous tensor: the same program to every reader
+    but eager's CPU kernels, several of which answer differently on their vectorized (contiguous)
+    and scalar (strided) paths (gelu of inf, the sign of a complex negation's zero, ulps of erf).
+    Inputs sharing memory keep their layout, since relaying them out would change what the program
+    computes (jit fuzz 10042 #160: an expanded input nobody read kept a strided one's gelu from
+    this criterion). None where no input changes."""
     from satfuse.engine.vocab import non_overlapping
 
-    seen: set[int] = set()
-    out = []
+    count: dict[int, int] = {}
     for x in xs:
-        if not isinstance(x, torch.Tensor):
-            out.append(x)
-            continue
-        if x.numel():
+        if isinstance(x, torch.Tensor) and x.numel():
             ptr = x.untyped_storage().data_ptr()
-            if ptr in seen or not non_overlapping(x.shape, x.stride()):
-                return None
-            seen.add(ptr)
-        out.append(x.detach().clone(memory_format=torch.contiguous_format))
-    return out
+            count[ptr] = count.get(ptr, 0) + 1
+    out, changed = [], False
+    for x in xs:
+        if (isinstance(x, torch.Tensor) and x.numel() and count[x.untyped_storage().data_ptr()] == 1
+                and non_overlapping(x.shape, x.stride())):
+            x = x.detach().clone(memory_format=torch.contiguous_format)
+            changed = True
+        out.append(x)
+    return out if changed else None
 
 
 def _as_accurate(got: Any, want: Any, ref: Any) -> bool:
