@@ -1169,6 +1169,30 @@ def test_write_through_a_view_of_gapped_windows_is_refused_with_symbolic_sizes()
             assert torch.equal(got_in, want_in)
 
 
+@pytest.mark.parametrize("form", ["per-tensor", "no per-tensor form"])
+def test_a_foreach_write_through_gapped_windows_is_refused_with_symbolic_sizes(form):
+    """A foreach op writes its list position by position; a position's write through symbolic unfold
+    windows was refused, and the refusal was taken for a form eager lacks, so the foreach op was
+    traced whole and its list's writes went unchecked (jit fuzz 10048 #162: torch._foreach_atan_ of
+    c.unfold(-1, 2, 2) zeroed c[2] of a size-3 c)."""
+
+    def f(c, b):
+        windows = c.unfold(-1, 2, 2)
+        if form == "per-tensor":
+            torch._foreach_atan_([windows, b])
+        else:  # _foreach_maximum_ by a number has no per-tensor overload
+            torch._foreach_maximum_([windows, b], 0.5)
+        return (c,)
+
+    plan = _jit_dynamic(f, None)
+    for n in (3, 5, 4, 3):
+        c, b = torch.linspace(-1, 2, n), torch.randn(2)
+        want, got = (c.clone(), b.clone()), (c.clone(), b.clone())
+        plan(*got)
+        f(*want)
+        assert all(torch.equal(g, w) for g, w in zip(got, want)), (n, got, want)
+
+
 @pytest.mark.parametrize("split", ["chunk", "split", "unbind"])
 def test_write_through_a_listed_view_of_gapped_windows_is_refused_with_symbolic_sizes(split):
     """The same through the views ``chunk``/``split``/``unbind`` return as a list (jit fuzz 10042

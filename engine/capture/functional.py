@@ -1001,7 +1001,8 @@ class EagerRewrites(_OverlapCheck):
                 return nothing
             # every written argument, positional or keyword (out=): a write through ``out=t0`` of a gapped
             # unfold is one through the unfold (jit fuzz 9991 #4652)
-            for a, v in _bound_arguments(func, args, kwargs):
+            for a, v in ((a, v) for a, vs in _bound_arguments(func, args, kwargs)  # a written list: each tensor
+                         for v in (vs if isinstance(vs, (list, tuple)) else (vs,))):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
                     sid = _storage_id(v)
                     self.written_any[sid] = v.untyped_storage() if sid >= 0 else v
