@@ -1132,12 +1132,9 @@ def _serve(conn: Any) -> None:
         if msg[0] == "generate":  # generation runs statements on eager: a SIGFPE there kills only us
             try:
                 prog = generate(msg[1], msg[2], vocab_table())
-            except Exception:  # noqa: BLE001 - a poisoned CUDA context fails every statement
+            finally:  # a poisoned CUDA context fails every later statement, whether or not this one raised
                 if _cuda_poisoned():
                     os._exit(CUDA_POISONED)
-                raise
-            if _cuda_poisoned():
-                os._exit(CUDA_POISONED)
             conn.send(("done", prog))
             continue
         src, mode = msg

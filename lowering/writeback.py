@@ -174,8 +174,8 @@ def _pointwise_cone(seg: Segment, buf: Var, val: Var, al: dict[int, frozenset[in
             continue
         feeds.add(i)
         stack.extend(id(v) for v in reads.nodes[i][1])
-    for i in sorted(direct - feeds):
-        n = reads.nodes[i][0]
+    if direct - feeds:
+        n = reads.nodes[min(direct - feeds)][0]
         return (f"{n.outs[0].name} = {n.op}(...) reads its old value for another value inside {seg.name}, "
                 "whose kernel nvFuser may run after the write")
     return None
