@@ -261,17 +261,19 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         pending.append(c)
         checks.append(c)
 
-    def flush(comment: str = "", fast: str | None = None) -> None:
-        """One ``if`` per group of checks (``fast``: an equivalent cheaper condition); on failure
-        ``fail`` finds the first failing check of the group."""
+    def flush(comment: str = "", fast: str | None = None, emit: bool = True) -> None:
+        """One ``if`` per group of checks (``fast``: an equivalent cheaper condition; ``emit``
+        False: the group's test is already in the text, a loop's); on failure ``fail`` finds the
+        first failing check of the group."""
         if not pending:
             return
-        cond = fast or _conjunction(c.cond for c in pending)
-        note = comment or (pending[0].text if len(pending) == 1 and pending[0].text != pending[0].cond else "")
-        if note:
-            body.append(f"    # {note}")
-        body.append(f"    if not ({cond}):")
-        body.append(f"        fail({len(groups)}, locals())")
+        if emit:
+            cond = fast or _conjunction(c.cond for c in pending)
+            note = comment or (pending[0].text if len(pending) == 1 and pending[0].text != pending[0].cond else "")
+            if note:
+                body.append(f"    # {note}")
+            body.append(f"    if not ({cond}):")
+            body.append(f"        fail({len(groups)}, locals())")
         groups.append(list(pending))
         pending.clear()
 
@@ -292,39 +294,71 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     body.append("        fail(0, locals())")
     body.append(f"    {', '.join(py)}{',' if n == 1 else ''} = inputs" if n else "    pass")
     glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch, "math": math, "true_div": true_div}
-    for i, v in enumerate(ins):
-        t, x = v.type, py[i]
+
+    def kind(v: Var, x: str) -> tuple[list[tuple[str, str]], str | None] | None:
+        """Input ``v``'s kind, dtype, device and rank (or static shape) tests on the local ``x``:
+        (condition, text) pairs and the one equivalent condition that replaces them, if any."""
+        t = v.type
+        out: list[tuple[str, str]] = []
         if isinstance(t, TensorType):
-            check(f"isinstance({x}, Tensor)", f"{v.name} is a tensor", (i,))
+            out.append((f"isinstance({x}, Tensor)", f"{v.name} is a tensor"))
             dt = glob_name(f"dt_{t.dtype}", DTYPES[t.dtype])
-            check(f"{x}.dtype is {dt}", f"{v.name}.dtype == {DTYPES[t.dtype]}", (i,))
+            out.append((f"{x}.dtype is {dt}", f"{v.name}.dtype == {DTYPES[t.dtype]}"))
             dev = torch.device(t.device)
             if dev.type in ("cpu", "cuda") and dev.index in (None, 0):
                 cond = f"{x}.is_{dev.type}" + (f" and {x}.get_device() == 0" if dev.index == 0 else "")
-                check(cond, f"{v.name}.device is {dev}", (i,))
+                out.append((cond, f"{v.name}.device is {dev}"))
             elif dev.index is None:
-                check(f"{x}.device.type == {dev.type!r}", f"{v.name}.device is {dev.type}", (i,))
+                out.append((f"{x}.device.type == {dev.type!r}", f"{v.name}.device is {dev.type}"))
             else:
                 dn = glob_name(f"dev_{dev.type}{dev.index}", dev)
-                check(f"{x}.device == {dn}", f"{v.name}.device is {dev}", (i,))
-            check(f"{x}.dim() == {t.rank}", f"{v.name}.dim() == {t.rank}", (i,))
+                out.append((f"{x}.device == {dn}", f"{v.name}.device is {dev}"))
+            out.append((f"{x}.dim() == {t.rank}", f"{v.name}.dim() == {t.rank}"))
             if t.rank and all(isinstance(e, int) for e in t.shape):
                 # a static shape joins its input's group: one test per input, which the size
                 # equality makes stronger than the rank's (an optimizer step has thousands of inputs)
-                for d, e in enumerate(t.shape):
-                    check(f"{x}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}", (i,))
-                kind = [c.cond for c in pending[:-1 - t.rank]]  # all but the rank's and the sizes' tests
-                flush(f"{v.name}: {t}", fast=_conjunction([*kind, f"{x}.shape == {tuple(t.shape)}"]))
-                continue
-            flush(f"{v.name}: {t}")
-        elif isinstance(t, ScalarType):
+                kinds = [c for c, _ in out[:-1]]  # all but the rank's test
+                out += [(f"{x}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}") for d, e in enumerate(t.shape)]
+                return out, _conjunction([*kinds, f"{x}.shape == {tuple(t.shape)}"])
+            return out, None
+        if isinstance(t, ScalarType):
             if t.kind == "int":
-                check(f"isinstance({x}, int) and not isinstance({x}, bool)", f"{v.name} is an int", (i,))
+                out.append((f"isinstance({x}, int) and not isinstance({x}, bool)", f"{v.name} is an int"))
             elif t.kind == "float":  # an int is not a float: torch promotes them differently (x / 2 vs x / 2.0)
-                check(f"isinstance({x}, float)", f"{v.name} is a float", (i,))
+                out.append((f"isinstance({x}, float)", f"{v.name} is a float"))
             else:
-                check(f"isinstance({x}, bool)", f"{v.name} is a bool", (i,))
-            flush(f"{v.name}: {t}")
+                out.append((f"isinstance({x}, bool)", f"{v.name} is a bool"))
+            return out, None
+        return None
+
+    # one ``if`` per input; a run of inputs with the same tests (an optimizer's thousands of
+    # parameters) is one loop over them, checking each input as its own ``if`` would (its own
+    # group, so ``fail`` names it): the prologue's text, and its compile time, stay small
+    runs: list[list[tuple[int, list[tuple[str, str]], str | None, str]]] = []
+    for i, v in enumerate(ins):
+        tests = kind(v, py[i])
+        if tests is None:
+            continue
+        tmpl = kind(v, _EACH)
+        assert tmpl is not None
+        cond = tmpl[1] or _conjunction(c for c, _ in tmpl[0])
+        key = f"{v.type}: {cond}"
+        if runs and runs[-1][-1][3] == key and runs[-1][-1][0] == i - 1:
+            runs[-1].append((i, *tests, key))
+        else:
+            runs.append([(i, *tests, key)])
+    for run in runs:
+        if len(run) >= _LOOP_RUN:
+            first, last = run[0][0], run[-1][0]
+            cond = run[0][3].partition(": ")[2]
+            body.append(f"    # inputs {first}-{last} ({ins[first].name} to {ins[last].name}): {ins[first].type}")
+            body.append(f"    for {_EACH_K}, {_EACH} in enumerate(inputs[{first}:{last + 1}], {len(groups)}):")
+            body.append(f"        if not ({cond}):")
+            body.append(f"            fail({_EACH_K}, locals())")
+        for i, tests, fast, _ in run:
+            for c, text in tests:
+                check(c, text, (i,))
+            flush(f"{ins[i].name}: {ins[i].type}", fast=fast, emit=len(run) < _LOOP_RUN)
     # 1b. memory sharing between tensor inputs, and self-overlap of written ones (aliasing.py)
     tensor_ins = [(i, py[i]) for i, v in enumerate(ins) if isinstance(v.type, TensorType)]
     written = written_positions(trace)
@@ -465,6 +499,9 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         flush()
     syms = sorted(local, key=lambda s: s.name)
     body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")
+    if any(len(run) >= _LOOP_RUN for run in runs):  # the loops' names, taken last: no other name moves
+        each, each_k = ns.name("x"), ns.name("k")
+        body = [b.replace(_EACH, each).replace(_EACH_K, each_k) for b in body]
     src = "def prologue(inputs):\n" + "\n".join(body) + "\n"
     if any("//" in line or " % " in line for line in body):
         # a guard's ``//`` or ``%`` by an extent that is 0 in this call (``x.chunk(3)`` on a size-0
@@ -510,6 +547,13 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     pro = Prologue(src, checks, where, fn, [v.name for v in ins], glob)
     _check_hints(pro, trace, hints)
     return pro
+
+
+#: placeholders for the names of a loop's variables (:func:`build_prologue`), chosen once the
+#: prologue's other names are
+_EACH, _EACH_K = "\x00x", "\x00k"
+#: inputs in a row with the same tests that are checked in a loop rather than one ``if`` each
+_LOOP_RUN = 8
 
 
 def _flit(x: float) -> str:
