@@ -295,9 +295,10 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     body.append(f"    {', '.join(py)}{',' if n == 1 else ''} = inputs" if n else "    pass")
     glob: dict[str, Any] = {"Tensor": torch.Tensor, "torch": torch, "math": math, "true_div": true_div}
 
-    def kind(v: Var, x: str) -> tuple[list[tuple[str, str]], str | None] | None:
+    def kind(v: Var, x: str, shape: str | None = None) -> tuple[list[tuple[str, str]], str | None] | None:
         """Input ``v``'s kind, dtype, device and rank (or static shape) tests on the local ``x``:
-        (condition, text) pairs and the one equivalent condition that replaces them, if any."""
+        (condition, text) pairs and the one equivalent condition that replaces them, if any (with
+        ``shape`` spelling a static shape in it)."""
         t = v.type
         out: list[tuple[str, str]] = []
         if isinstance(t, TensorType):
@@ -319,7 +320,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 # equality makes stronger than the rank's (an optimizer step has thousands of inputs)
                 kinds = [c for c, _ in out[:-1]]  # all but the rank's test
                 out += [(f"{x}.shape[{d}] == {e}", f"{v.name}.shape[{d}] == {e}") for d, e in enumerate(t.shape)]
-                return out, _conjunction([*kinds, f"{x}.shape == {tuple(t.shape)}"])
+                return out, _conjunction([*kinds, f"{x}.shape == {shape or tuple(t.shape)}"])
             return out, None
         if isinstance(t, ScalarType):
             if t.kind == "int":
@@ -331,30 +332,25 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
             return out, None
         return None
 
-    # one ``if`` per input; a run of inputs with the same tests (an optimizer's thousands of
-    # parameters) is one loop over them, checking each input as its own ``if`` would (its own
-    # group, so ``fail`` names it): the prologue's text, and its compile time, stay small
+    # one ``if`` per input; a run of inputs with the same tests but maybe for their static shapes
+    # (an optimizer's or a model's thousands of parameters) is one loop over them, checking each
+    # input as its own ``if`` would (its own group, so ``fail`` names it): the prologue's text,
+    # and its compile time, stay small
     runs: list[list[tuple[int, list[tuple[str, str]], str | None, str]]] = []
     for i, v in enumerate(ins):
         tests = kind(v, py[i])
         if tests is None:
             continue
-        tmpl = kind(v, _EACH)
+        tmpl = kind(v, _EACH, _EACH_SHAPE)
         assert tmpl is not None
-        cond = tmpl[1] or _conjunction(c for c, _ in tmpl[0])
-        key = f"{v.type}: {cond}"
+        key = tmpl[1] or _conjunction(c for c, _ in tmpl[0])
         if runs and runs[-1][-1][3] == key and runs[-1][-1][0] == i - 1:
             runs[-1].append((i, *tests, key))
         else:
             runs.append([(i, *tests, key)])
     for run in runs:
         if len(run) >= _LOOP_RUN:
-            first, last = run[0][0], run[-1][0]
-            cond = run[0][3].partition(": ")[2]
-            body.append(f"    # inputs {first}-{last} ({ins[first].name} to {ins[last].name}): {ins[first].type}")
-            body.append(f"    for {_EACH_K}, {_EACH} in enumerate(inputs[{first}:{last + 1}], {len(groups)}):")
-            body.append(f"        if not ({cond}):")
-            body.append(f"            fail({_EACH_K}, locals())")
+            _loop(body, run, ins, len(groups))
         for i, tests, fast, _ in run:
             for c, text in tests:
                 check(c, text, (i,))
@@ -500,8 +496,8 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     syms = sorted(local, key=lambda s: s.name)
     body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")
     if any(len(run) >= _LOOP_RUN for run in runs):  # the loops' names, taken last: no other name moves
-        each, each_k = ns.name("x"), ns.name("k")
-        body = [b.replace(_EACH, each).replace(_EACH_K, each_k) for b in body]
+        each, each_k, each_shape = ns.name("x"), ns.name("k"), ns.name("shape")
+        body = [b.replace(_EACH, each).replace(_EACH_K, each_k).replace(_EACH_SHAPE, each_shape) for b in body]
     src = "def prologue(inputs):\n" + "\n".join(body) + "\n"
     if any("//" in line or " % " in line for line in body):
         # a guard's ``//`` or ``%`` by an extent that is 0 in this call (``x.chunk(3)`` on a size-0
@@ -551,9 +547,32 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
 
 #: placeholders for the names of a loop's variables (:func:`build_prologue`), chosen once the
 #: prologue's other names are
-_EACH, _EACH_K = "\x00x", "\x00k"
+_EACH, _EACH_K, _EACH_SHAPE = "\x00x", "\x00k", "\x00s"
 #: inputs in a row with the same tests that are checked in a loop rather than one ``if`` each
 _LOOP_RUN = 8
+
+
+def _loop(body: list[str], run: list[tuple], ins: list[Var], group: int) -> None:
+    """The loop checking a run of inputs (:func:`build_prologue`), its first one's group ``group``:
+    the shape in its test where every input has that one, else each input's from a list."""
+    first, last = run[0][0], run[-1][0]
+    key = run[0][3]
+    span = f"inputs {first}-{last} ({ins[first].name} to {ins[last].name})"
+    shapes = [tuple(ins[i].type.shape) for i, *_ in run]
+    each = f"enumerate(inputs[{first}:{last + 1}], {group})"
+    if _EACH_SHAPE not in key:  # no static shape in the tests
+        body.append(f"    # {span}: {ins[first].type}")
+    elif len(set(shapes)) == 1:
+        key = key.replace(_EACH_SHAPE, repr(shapes[0]))
+        body.append(f"    # {span}: {ins[first].type}")
+    else:
+        t = ins[first].type
+        body.append(f"    # {span}: {t.dtype} tensors on {t.device}, each of its shape in the list")
+        each = f"zip(range({group}, {group + len(run)}), inputs[{first}:{last + 1}], ({', '.join(map(repr, shapes))}))"
+    head = f"{_EACH_K}, {_EACH}" + (f", {_EACH_SHAPE}" if _EACH_SHAPE in key else "")
+    body.append(f"    for {head} in {each}:")
+    body.append(f"        if not ({key}):")
+    body.append(f"            fail({_EACH_K}, locals())")
 
 
 def _flit(x: float) -> str:
