@@ -657,6 +657,8 @@ def _copy(e: _Emitter, n: Node) -> str:
 
 
 def _same(a: Any, b: Any) -> bool:
+    if type(a) is int and type(b) is int:  # static extents, the common case
+        return a == b
     if isinstance(a, (int, sympy.Integer)) and isinstance(b, (int, sympy.Integer)):
         return int(a) == int(b)
     if isinstance(a, sympy.Expr) or isinstance(b, sympy.Expr):

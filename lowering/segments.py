@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Sequence, Union
 
 import sympy
 from satfuse.engine.fallible import consumes_rng
@@ -35,7 +35,7 @@ from satfuse.engine.ir import Node, TensorType, Trace, Var
 from satfuse.engine.vocab import VIEW_OPS, is_opaque, resolve_opaque, writes_first_operand
 
 from .checks import can_raise
-from .support import fallback_reason, is_view, segment_input_vars
+from .support import SUPPORT, fallback_reason, segment_input_vars
 
 
 @dataclass(eq=False)
@@ -98,15 +98,17 @@ def opaque_aliasing(op: str) -> list[bool]:
     return [r.alias_info is not None for r in schema.returns] or [False]
 
 
-def may_alias_nodes(trace: Trace, nodes: list[Node]) -> dict[int, frozenset[int]]:
-    """id(var) -> ids of the input Vars whose (old) storage the value may share."""
+def may_alias_nodes(trace: Trace, nodes: list[Node], ins_of: dict[int, list[Var]] | None = None
+                    ) -> dict[int, frozenset[int]]:
+    """id(var) -> ids of the input Vars whose (old) storage the value may share (``ins_of``: each
+    node's ``inputs()``, where the caller has them)."""
     al: dict[int, frozenset[int]] = {}
     for v in trace.inputs:
         if isinstance(v.type, TensorType):
             al[id(v)] = frozenset({id(v)})
     for n in nodes:
         src: frozenset[int] = frozenset()
-        for v in n.inputs():
+        for v in (ins_of[id(n)] if ins_of is not None else n.inputs()):
             src |= al.get(id(v), frozenset())
         if not src:
             continue
@@ -122,11 +124,18 @@ def may_alias_nodes(trace: Trace, nodes: list[Node]) -> dict[int, frozenset[int]
     return al
 
 
-def data_inputs(n: Node) -> list[Var]:
-    """Vars whose *values* a fused node reads. ``copy_``'s destination gives only dtype and shape."""
-    if n.op == "copy_":
-        return [a for a in n.args[1:] if isinstance(a, Var)]
-    return n.inputs()
+def data_inputs(n: Node) -> Sequence[Var]:
+    """Vars whose *values* a fused node reads. ``copy_``'s destination gives only dtype and shape.
+    Read-only: memoized on the node's (immutable) args tuple, as ``Node.inputs`` is, since the
+    lowering passes ask it of every node several times."""
+    if n.kwargs:
+        return n.inputs()
+    memo = n.__dict__.get("_data_inputs")
+    if memo is not None and memo[0] is n.args:
+        return memo[1]
+    out = tuple(a for a in n.args[1:] if isinstance(a, Var)) if n.op == "copy_" else tuple(n.inputs())
+    n.__dict__["_data_inputs"] = (n.args, out)
+    return out
 
 
 def live_nodes(trace: Trace) -> list[Node]:
@@ -162,9 +171,12 @@ def partition(trace: Trace, nodes: list[Node] | None = None, guarded: frozenset[
     group_of: dict[int, int] = {}  # id(var) -> producing group
     cur: int | None = None
     last_fallible = -1  # the newest group holding an op that may raise on data
-    free = free_views(nodes)  # id(var) -> the view node: placed after the greedy pass
+    ins_of = {id(n): n.inputs() for n in nodes}  # each node's, once (the passes below ask again)
+    why = {id(n): fallback_reason(n, ins_of[id(n)]) for n in nodes}
+    raises = _can_raise_by_op()
+    free = free_views(nodes, why)  # id(var) -> the view node: placed after the greedy pass
     for n in nodes:
-        ins = n.inputs()
+        ins = ins_of[id(n)]
         mask = 0
         for v in ins:
             mask |= deps.get(id(v), 0)
@@ -174,7 +186,7 @@ def partition(trace: Trace, nodes: list[Node] | None = None, guarded: frozenset[
             if id(src) in group_of:
                 group_of[id(n.out)] = group_of[id(src)]
             continue
-        reason = fallback_reason(n)
+        reason = why[id(n)]
         if reason is None:
             ok = cur is not None
             if ok:
@@ -186,7 +198,7 @@ def partition(trace: Trace, nodes: list[Node] | None = None, guarded: frozenset[
                         break
                 if ok and any(group_of.get(id(v)) == cur for v in segment_input_vars(n)):
                     ok = False  # the looked-up tensor must come from outside the segment
-                if ok and last_fallible > cur and can_raise(n) is not None:
+                if ok and last_fallible > cur and raises(n):
                     ok = False  # it would raise before an op eager runs (and raises in) first
                 if ok and last_fallible == cur and any(id(v) in guarded and group_of.get(id(v)) != cur for v in ins):
                     ok = False  # its check would run before the segment's earlier op that may raise
@@ -202,33 +214,50 @@ def partition(trace: Trace, nodes: list[Node] | None = None, guarded: frozenset[
             reasons[g] = reason
         groups[g].append(n)
         assert g is not None
-        if can_raise(n) is not None:
+        if raises(n):
             last_fallible = max(last_fallible, g)
         mask |= 1 << g
         for o in n.outs:
             deps[id(o)] = mask
             group_of[id(o)] = g
-    _place_free_views(trace, nodes, free, groups, kinds, reasons, group_of)
-    fallible = {g for g, ns in enumerate(groups) if any(can_raise(n) is not None for n in ns)}
-    order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of), fallible)
-    return _make_steps(trace, groups, kinds, reasons, order, set(free))
+    _place_free_views(trace, nodes, free, groups, kinds, reasons, group_of, ins_of)
+    fallible = {g for g, ns in enumerate(groups) if any(raises(n) for n in ns)}
+    order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of, ins_of), fallible, ins_of)
+    return _make_steps(trace, groups, kinds, reasons, order, set(free), ins_of)
 
 
-def free_views(nodes: list[Node]) -> dict[int, Node]:
-    """id(result) -> node, for each view of a value no segment computes (module docstring)."""
+def free_views(nodes: list[Node], why: dict[int, str | None] | None = None) -> dict[int, Node]:
+    """id(result) -> node, for each view of a value no segment computes (module docstring).
+    ``why``: id(node) -> its ``fallback_reason``, where the caller has them."""
     fused: set[int] = set()  # values computed by fusible non-view nodes
     free: dict[int, Node] = {}
     for n in nodes:
         src = n.args[0] if n.args else None
-        if is_view(n) and isinstance(src, Var) and id(src) not in fused:
-            free[id(n.out)] = n
-        elif fallback_reason(n) is None:
+        reason = why[id(n)] if why is not None else fallback_reason(n)
+        row = SUPPORT.get(n.op)
+        if reason is None and row is not None and row.view and isinstance(src, Var) and id(src) not in fused:
+            free[id(n.out)] = n  # is_view(n)
+        elif reason is None:
             fused.update(id(o) for o in n.outs)
     return free
 
 
+def _can_raise_by_op() -> Any:
+    """``can_raise(n) is not None``, asked once per op (its answer depends on the op alone)."""
+    memo: dict[str, bool] = {}
+
+    def raises(n: Node) -> bool:
+        r = memo.get(n.op)
+        if r is None:
+            r = memo[n.op] = can_raise(n) is not None
+        return r
+
+    return raises
+
+
 def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], groups: list[list[Node]],
-                      kinds: list[str], reasons: dict[int, str], group_of: dict[int, int]) -> None:
+                      kinds: list[str], reasons: dict[int, str], group_of: dict[int, int],
+                      ins_of: dict[int, list[Var]]) -> None:
     """Put each free view where it is read: inside every segment that reads it (with the free
     views it is a view of), and as a torch view step for everyone else."""
     if not free:
@@ -247,7 +276,7 @@ def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], gr
     for g in range(len(groups)):
         if kinds[g] != "segment":
             for n in groups[g]:
-                torch_views += [m for v in n.inputs() for m in chain(v)]
+                torch_views += [m for v in ins_of[id(n)] for m in chain(v)]
             continue
         inside: dict[int, Node] = {}
         for n in groups[g]:
@@ -272,17 +301,17 @@ def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], gr
 
 
 def _blocking(trace: Trace, nodes: list[Node], groups: list[list[Node]], kinds: list[str],
-              group_of: dict[int, int]) -> dict[int, set[int]]:
+              group_of: dict[int, int], ins_of: dict[int, list[Var]]) -> dict[int, set[int]]:
     """group -> groups that read the old value of a buffer this group computes the new value of.
 
     Running those readers first lets the write-back alias in place (see ``writeback.py``)."""
     if not trace.writebacks:
         return {}
-    al = may_alias_nodes(trace, nodes)
+    al = may_alias_nodes(trace, nodes, ins_of)
     readers: dict[int, set[int]] = {}
     for g, ns in enumerate(groups):
         for n in ns:
-            for v in (data_inputs(n) if kinds[g] == "segment" else n.inputs()):
+            for v in (data_inputs(n) if kinds[g] == "segment" else ins_of[id(n)]):
                 for b in al.get(id(v), ()):
                     readers.setdefault(b, set()).add(g)
     out: dict[int, set[int]] = {}
@@ -294,7 +323,8 @@ def _blocking(trace: Trace, nodes: list[Node], groups: list[list[Node]], kinds: 
 
 
 def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict[int, set[int]],
-              fallible: set[int] = frozenset()) -> list[int]:  # type: ignore[assignment]
+              fallible: set[int] = frozenset(),  # type: ignore[assignment]
+              ins_of: dict[int, list[Var]] | None = None) -> list[int]:
     """Kahn's algorithm, smallest group first, except that a group that may raise on data runs
     as soon as it is ready (so the plan's writes can all come after it: ``checks.py``), and a
     group computing a buffer's new value waits (when something else is ready) for the groups
@@ -302,7 +332,7 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict
     preds: list[set[int]] = [set() for _ in groups]
     for g, ns in enumerate(groups):
         for n in ns:
-            for v in n.inputs():
+            for v in (ins_of[id(n)] if ins_of is not None else n.inputs()):
                 p = group_of.get(id(v))
                 if p is not None and p != g:
                     preds[g].add(p)
@@ -360,13 +390,14 @@ def _kahn(groups: list[list[Node]], preds: list[set[int]], blocking: dict[int, s
 
 
 def _make_steps(trace: Trace, groups: list[list[Node]], kinds: list[str], reasons: dict[int, str],
-                order: list[int], free: set[int] = frozenset()) -> list[Step]:  # type: ignore[assignment]
+                order: list[int], free: set[int] = frozenset(),  # type: ignore[assignment]
+                ins_of: dict[int, list[Var]] | None = None) -> list[Step]:
     """``free``: ids of free views; a segment re-derives those it reads and never exports them."""
     # where each value is used: by which group, or outside every group (outputs, write-backs)
     used_outside: dict[int, set[int]] = {}
     for g, ns in enumerate(groups):
         for n in ns:
-            reads = data_inputs(n) if kinds[g] == "segment" else n.inputs()
+            reads = data_inputs(n) if kinds[g] == "segment" else (ins_of[id(n)] if ins_of is not None else n.inputs())
             for v in reads:
                 used_outside.setdefault(id(v), set()).add(g)
     exported: set[int] = {id(o) for o in trace.outputs if isinstance(o, Var)}

@@ -159,8 +159,8 @@ def _pointwise_cone(seg: Segment, buf: Var, val: Var, al: dict[int, frozenset[in
             return f"{n.op} reads it inside {seg.name}"
         for v in hit + [o]:
             t = v.type
-            if not isinstance(t, TensorType) or len(t.shape) != len(shape) or not all(
-                    _same(a, b) for a, b in zip(t.shape, shape)):
+            if not isinstance(t, TensorType) or (t.shape != shape and (len(t.shape) != len(shape) or not all(
+                    _same(a, b) for a, b in zip(t.shape, shape)))):  # equal shapes have equal extents
                 return f"{o.name} = {n.op}(...) broadcasts it inside {seg.name}"
         dep.add(id(o))
     # the ops that read the old value: buf's readers, and readers of unary ops of it (nvFuser

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -188,3 +189,33 @@ def test_self_overlapping_written_input_is_refused():
     out = plan(x, y)
     torch.testing.assert_close(out, f(xe, y))
     torch.testing.assert_close(x, xe)
+
+
+def _many(shapes: list[str]) -> str:
+    args = ", ".join(f'w{i}: "f32[{s}]"' for i, s in enumerate(shapes))
+    return f'def f({args}, n: "int 3"):\n  c = add(w0, w0)  # f32[{shapes[0]}]\n  return (c,)\n'
+
+
+def test_a_run_of_like_inputs_is_one_loop_that_names_each_input():
+    """An optimizer step's thousands of parameters are checked in one loop (its text and compile
+    time stay small); a failure still names the input and the test it failed, as its own if would."""
+    pro = build_prologue(trace(_many(["8, 4"] * 12)))
+    assert pro.source.count("if not (") == 3  # len(inputs), the loop's test, n's kind
+    assert "for k, x in enumerate(inputs[0:12], 1):" in pro.source
+    ok = [torch.zeros(8, 4) for _ in range(12)] + [3]
+    assert pro(ok) == {}
+    for i, bad, msg in [(5, torch.zeros(8, 5), "w5.shape[1] == 4"), (11, torch.zeros(8, 4, dtype=torch.float64),
+                        "w11.dtype == torch.float32"), (0, 1.0, "w0 is a tensor"), (12, 3.0, "n is an int")]:
+        with pytest.raises(GuardError, match=re.escape(msg)):
+            pro(ok[:i] + [bad] + ok[i + 1:])
+
+
+def test_a_run_of_inputs_of_several_shapes_zips_their_shapes():
+    pro = build_prologue(trace(_many(["4", "4, 4"] * 5)))
+    assert "zip(range(1, 11), inputs[0:10], ((4,), (4, 4), (4,), (4, 4)" in pro.source
+    ok = [torch.zeros(4) if i % 2 == 0 else torch.zeros(4, 4) for i in range(10)] + [3]
+    assert pro(ok) == {}
+    with pytest.raises(GuardError, match=r"w3\.dim\(\) == 2"):
+        pro(ok[:3] + [torch.zeros(4)] + ok[4:])
+    short = build_prologue(trace(_many(["4"] * 7)))  # below the run length: one if each, as before
+    assert "for " not in short.source and short.source.count("if not (") == 9
