@@ -298,9 +298,15 @@ class _Render:
 _PLAIN = (Var, int, float, str, bool, type(None), torch.dtype)
 
 
-def _node_symbols(n: Node) -> set[sympy.Symbol]:
+def _node_symbols(n: Node, memo: dict[int, set[sympy.Symbol]] | None = None) -> set[sympy.Symbol]:
     """Symbols in a node's literal arguments (an isinstance check against sympy.Basic is slow:
-    plain values are ruled out first)."""
+    plain values are ruled out first). ``memo``: id(node) -> its symbols, for the passes of one
+    ``lower`` (read-only)."""
+    if memo is not None:
+        got = memo.get(id(n))
+        if got is None:
+            got = memo[id(n)] = _node_symbols(n)
+        return got
     out: set[sympy.Symbol] = set()
 
     def walk(x: Any) -> None:
@@ -413,7 +419,8 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         executor = "nvfuser" if cuda and nvfuser_probe.probe().available else "reference"
     trace.lint()
     prologue = build_prologue(trace, hints, compile_fn=False, aliasing=aliasing, layouts=layouts)
-    _check_bound(trace, set(prologue.symbols))
+    node_syms: dict[int, set[sympy.Symbol]] = {}  # each node's symbols, found once
+    _check_bound(trace, set(prologue.symbols), node_syms)
     if any(isinstance(v.type, TensorType) and v.type.device.startswith("cuda") for v in trace.inputs):
         nodes, ob_checks = obligation_flags(trace, live_nodes(trace))  # counted inside a segment, no host sync
     else:
@@ -444,7 +451,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
 
     for v in trace.inputs:  # inputs first: their names are the ones a reader expects
         local(v)
-    sym_local = {s: ns.name(s.name) for s in sorted(trace.symbols() | _all_symbols(trace), key=lambda s: s.name)}
+    sym_local = {s: ns.name(s.name) for s in sorted(trace.symbols() | _all_symbols(trace, node_syms), key=lambda s: s.name)}
     emitted = {s.name: emit_segment(s, sym_local) for s in segments}
     consts: dict[str, Any] = {}
     r = _Render(sym_local, local, consts, ns)
@@ -481,7 +488,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
                     defs.append(local(v))
         elif isinstance(step, Fallback):
             n = step.node
-            used_syms |= _node_symbols(n)
+            used_syms |= _node_symbols(n, node_syms)
             reads |= {local(v) for v in n.inputs()}
             defs = [local(o) for o in n.outs]
             if is_opaque(n.op):
@@ -1032,10 +1039,10 @@ def _strides_in_order(shape: tuple[Any, ...], order: list[int], size: tuple[int,
     return tuple(out)
 
 
-def _check_bound(trace: Trace, bound: set[str]) -> None:
+def _check_bound(trace: Trace, bound: set[str], memo: dict[int, set[sympy.Symbol]] | None = None) -> None:
     """Every symbol the program computes with must be bound by the prologue (an input)."""
     for n in trace.nodes:
-        syms = _node_symbols(n)
+        syms = set(_node_symbols(n, memo))
         for o in n.outs:
             syms |= o.type.symbols()
         free = sorted(s.name for s in syms if s.name not in bound)
@@ -1060,10 +1067,10 @@ def _check_order(items: list[tuple[list[str], set[str], list[str]]], in_names: l
         defined.update(defs)
 
 
-def _all_symbols(trace: Trace) -> set[sympy.Symbol]:
+def _all_symbols(trace: Trace, memo: dict[int, set[sympy.Symbol]] | None = None) -> set[sympy.Symbol]:
     out: set[sympy.Symbol] = set()
     for n in trace.nodes:
-        out |= _node_symbols(n)
+        out |= _node_symbols(n, memo)
         for o in n.outs:
             out |= o.type.symbols()
     for o in trace.outputs:
@@ -1097,7 +1104,9 @@ def _reads(step: Any) -> list[Var]:
 __all__ = ["EXECUTORS", "GuardError", "LoweringError", "Plan", "SegmentError", "lower"]
 
 
+@functools.cache
 def _returns_list(op: str) -> bool:
-    """Does the torch op return a list (``split`` into one piece still returns ``[t]``)?"""
+    """Does the torch op return a list (``split`` into one piece still returns ``[t]``)? Asked
+    per fallback step: an op's schema is fixed once it resolves."""
     returns = resolve_opaque(op)._schema.returns
     return len(returns) == 1 and str(returns[0].type).startswith("List[")
