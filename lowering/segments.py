@@ -126,15 +126,15 @@ def may_alias_nodes(trace: Trace, nodes: list[Node], ins_of: dict[int, list[Var]
 
 def data_inputs(n: Node) -> Sequence[Var]:
     """Vars whose *values* a fused node reads. ``copy_``'s destination gives only dtype and shape.
-    Read-only: memoized on the node's (immutable) args tuple, as ``Node.inputs`` is, since the
-    lowering passes ask it of every node several times."""
+    Read-only: memoized on the node's op and (immutable) args tuple, as ``Node.inputs`` is, since
+    the lowering passes ask it of every node several times."""
     if n.kwargs:
         return n.inputs()
     memo = n.__dict__.get("_data_inputs")
-    if memo is not None and memo[0] is n.args:
-        return memo[1]
+    if memo is not None and memo[0] is n.args and memo[1] == n.op:
+        return memo[2]
     out = tuple(a for a in n.args[1:] if isinstance(a, Var)) if n.op == "copy_" else tuple(n.inputs())
-    n.__dict__["_data_inputs"] = (n.args, out)
+    n.__dict__["_data_inputs"] = (n.args, n.op, out)
     return out
 
 
