@@ -337,13 +337,16 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
     # input as its own ``if`` would (its own group, so ``fail`` names it): the prologue's text,
     # and its compile time, stay small
     runs: list[list[tuple[int, list[tuple[str, str]], str | None, str]]] = []
+    keys: dict[Any, str] = {}  # type -> its tests on a placeholder name: the loop's test
     for i, v in enumerate(ins):
         tests = kind(v, py[i])
         if tests is None:
             continue
-        tmpl = kind(v, _EACH, _EACH_SHAPE)
-        assert tmpl is not None
-        key = tmpl[1] or _conjunction(c for c, _ in tmpl[0])
+        key = keys.get(v.type)
+        if key is None:
+            tmpl = kind(v, _EACH, _EACH_SHAPE)
+            assert tmpl is not None
+            key = keys[v.type] = tmpl[1] or _conjunction(c for c, _ in tmpl[0])
         if runs and runs[-1][-1][3] == key and runs[-1][-1][0] == i - 1:
             runs[-1].append((i, *tests, key))
         else:
