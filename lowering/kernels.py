@@ -347,18 +347,15 @@ def _components(nodes: list[Node]) -> int:
             leader[i], i = root, leader[i]
         return root
 
-    for n in nodes:
-        vs = [v for v in (*data_inputs(n), *n.outs) if isinstance(v.type, TensorType) and v.type.rank > 0]
-        for v in vs[1:]:
-            leader[find(id(v))] = find(id(vs[0]))
-        for v in vs[:1]:
-            find(id(v))
-    firsts = set()
+    firsts: list[int] = []  # per node with such a tensor, the first one's id
     for n in nodes:
         vs = [v for v in (*data_inputs(n), *n.outs) if isinstance(v.type, TensorType) and v.type.rank > 0]
         if vs:
-            firsts.add(find(id(vs[0])))
-    return len(firsts)
+            root = find(id(vs[0]))
+            for v in vs[1:]:
+                leader[find(id(v))] = root  # root stays its set's root
+            firsts.append(id(vs[0]))
+    return len({find(i) for i in firsts})
 
 
 def _numel(t: TensorType, hints: dict[str, int]) -> int:
