@@ -577,7 +577,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
             body.append(f"del {', '.join(sorted(dies[i]))}")
     unserved: list[int] = []
     body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in,
-                             sym_local, used_syms, hints or {})
+                             sym_local, used_syms, hints or {}, wb.may_alias)
     for i, method, margs in trace.restrides:  # last: nothing after it can fail
         body.append(f"{in_names[i]}.{method}({', '.join(map(repr, margs))})  # the program's in-place view op on "
                     f"input {trace.inputs[i].name}, replayed on the caller's tensor")
@@ -699,7 +699,7 @@ def _dense(a: Any, eager_laid: set[int], r: "_Render") -> str:
 def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],
                      layouts: dict[int, Any], unserved: list[int], lives_in: dict[int, Var] | None = None,
                      sym_local: dict[sympy.Symbol, str] | None = None, used_syms: set | None = None,
-                     hints: dict[str, int] | None = None) -> list[str]:
+                     hints: dict[str, int] | None = None, al: dict[int, frozenset[int]] | None = None) -> list[str]:
     """Lines that make the returned tensors alias exactly as eager's do (``trace.output_aliases``;
     empty: every output fresh). Rewrites ``rets`` in place.
 
@@ -712,9 +712,11 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
       layout at capture is known (``layouts``: guarded by the prologue; symbolic geometry is spelled
       in the symbols the prologue binds, ``sym_local``, and added to ``used_syms``); otherwise the plan's value,
       and ``k`` goes to ``unserved`` (as do ``OutputAlias("shared")`` outputs of symbolic geometry the
-      plan cannot spell, or whose members overlap themselves: :func:`_shared_symbolic`)."""
+      plan cannot spell, or whose members overlap themselves: :func:`_shared_symbolic`). ``al``: the
+      steps' ``may_alias``, where the write-back plan has it."""
     aliases = list(trace.output_aliases) or [None] * len(trace.outputs)
-    al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
+    if al is None:
+        al = may_alias_nodes(trace, [n for s in steps for n in step_nodes(s)])
     inputs = set(in_names)
     clones = {s.name for s in steps if isinstance(s, Clone)}  # fresh tensors the plan made
     lines: list[str] = []

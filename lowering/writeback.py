@@ -73,6 +73,9 @@ class WritebackPlan:
     decisions: dict[str, str] = field(default_factory=dict)  # buf name -> "alias in seg0" / "copy after ..."
     lives_in: dict[int, Var] = field(default_factory=dict)  # id(val) -> buffer holding it after its write
     output_names: dict[int, str] = field(default_factory=dict)  # id(output var) -> runtime name (clones)
+    #: :func:`may_alias` of the steps (None where no write-back asked for it): the plan's output
+    #: aliasing reads it too (the steps' nodes do not change here)
+    may_alias: dict[int, frozenset[int]] | None = None
 
 
 def _step_reads(step: Step) -> list[Var]:
@@ -344,7 +347,7 @@ def plan_writebacks(trace: Trace, steps: list[Step], barrier: int = -1) -> Write
             new_steps.append(inserts[k][2])
             k += 1
     new_steps.extend(t[2] for t in inserts[k:])
-    return WritebackPlan(new_steps, decisions, lives_in, out_names)
+    return WritebackPlan(new_steps, decisions, lives_in, out_names, al)
 
 
 def _in_place_refusal(fb: Fallback, b: Var, last: float, p: int, barrier: int, al: dict, v: Var) -> str | None:
