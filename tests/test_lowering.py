@@ -278,6 +278,25 @@ def test_pad_of_bool_has_a_bool_value():
     assert torch.equal(plan(x)[0], F.pad(x, (2, 2)))
 
 
+def test_a_constant_several_ops_use_is_defined_once_where_first_used():
+    """A 10k-op chain multiplies by 1.01 thousands of times: one define_scalar line, not one call
+    per op in the text (its compile time); a constant one op uses stays inline."""
+    def f(x):
+        for _ in range(3):
+            x = torch.tanh(x) * 1.01
+        return x - 0.5
+
+    x = torch.randn(4, 6)
+    c = capture(f, x)
+    src = lower(c.trace, hints=c.symbol_hints, executor="reference").source
+    assert src.count("fd.define_scalar(1.01, dtype=DataType.Float)") == 1
+    assert "    f32_1_01 = fd.define_scalar(1.01, dtype=DataType.Float)" in src
+    assert src.count(", f32_1_01)") == 3
+    assert ", fd.define_scalar(0.5, dtype=DataType.Float))" in src
+    plan = lower(c.trace, hints=c.symbol_hints, executor="reference")
+    torch.testing.assert_close(plan(x)[0], f(x), rtol=0, atol=0)
+
+
 def test_forms_nvfuser_has_no_half_or_integer_kernel_for_compute_in_float_or_copy():
     """nvFuser 0.2.36 has no Half/BFloat16 kernel for floor, ceil, isnan, isinf, relu or a min
     reduction, and none for ceil of an integer: INTERNAL ASSERTs on an H200 (the OpInfo report on
