@@ -437,13 +437,15 @@ class _Emitter:
                 if op == "where" and i == 0:
                     h = self.cast(h, "b8")
                 elif c is not None:
-                    h = self.cast(h, c)
+                    if self.dtype.get(h, c) != c:  # else cast() returns h
+                        h = self.cast(h, c)
                     if c in ("f16", "bf16") and op not in _OWN_BITS:
                         h = self.cast(h, "f32")
                 elif self.dtype.get(h) in ("f16", "bf16") or (op in ("isnan", "isinf") and
                                                               self.dtype.get(h) in INT_DTYPES | {"b8"}):
                     h = self.cast(h, "f32")  # a predicate of a Half (an integer never is nan or inf)
-                h = self.broadcast_to(h, ot.shape)
+                if self.shape[h] != ot.shape:  # else broadcast_to() returns h
+                    h = self.broadcast_to(h, ot.shape)
                 ops_txt.append(h)
             elif isinstance(x, Var):
                 ops_txt.append(self.h[id(x)])
