@@ -46,6 +46,7 @@ from .functional import (
     _views,
     _writes,
     alias_outputs,
+    fake_device,
     shared_outputs,
 )
 from .inplace import INPLACE_OF, functional_variant
@@ -127,8 +128,9 @@ def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None
 
 #: per (op, device type): autograd would have run the op's CompositeImplicitAutograd kernel
 _DECOMPOSES: dict[tuple[Any, str], bool] = {}
+_DEVICE = torch.ops.prim.device.default
 #: ops the recorder passes through unrecorded (make_fx's proxy mode does too)
-_UNRECORDED = frozenset({torch.ops.prim.device.default})
+_UNRECORDED = frozenset({_DEVICE})
 _METADATA = (aten.size.default, aten.stride.default, aten.storage_offset.default)
 
 
@@ -193,6 +195,8 @@ class _Recorder(TorchDispatchMode):
         return a
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func is _DEVICE and len(args) == 1 and type(args[0]) is FakeTensor:
+            return fake_device(args[0])
         kwargs = kwargs or {}
         outer = self.original is None
         if outer:
