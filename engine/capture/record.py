@@ -37,6 +37,7 @@ from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_modu
 from torch.utils._python_dispatch import TorchDispatchMode, autograd_would_have_decomposed
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from .fake_memo import FakeMemo
 from .functional import (
     AliasInfo,
     EagerRewrites,
@@ -80,7 +81,7 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
     recordable: the caller then traces it the functional way."""
     graph = torch.fx.Graph()
     root = torch.nn.Module()
-    rec = _Recorder(graph, root, decompositions)
+    rec = _Recorder(graph, root, decompositions, _memo(fakes))
     placeholders = [graph.placeholder(f"arg{i}_1") for i in range(len(fakes))]
     for ph, f in zip(placeholders, fakes):
         if isinstance(f, torch.Tensor):
@@ -108,6 +109,20 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
     aliases = _aliases(fakes, outs)
     shared_outputs(outs, aliases)
     return FunctionalGraph(gm, mutated, aliases, [])
+
+
+def _memo(fakes: Sequence[Any]) -> Callable:
+    """How the recorder runs an op on the fake mode: through a :class:`FakeMemo` of the inputs' mode,
+    unless another infra mode (an ambient ``make_fx``'s proxy or functionalization) sits between."""
+    mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
+    keys = torch._C._TorchDispatchModeKey
+    if mode is None or any(torch._C._get_dispatch_mode(k) is not None for k in (keys.PROXY, keys.FUNCTIONAL)):
+        return _call
+    return FakeMemo(mode)
+
+
+def _call(func: Any, args: tuple, kwargs: dict) -> Any:
+    return func(*args, **kwargs)
 
 
 def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None]:
@@ -139,8 +154,10 @@ class _Recorder(TorchDispatchMode):
     node (after the decomposition table and CompositeImplicit decompositions, as in ``make_fx``),
     its fake outputs the node's ``meta['val']``."""
 
-    def __init__(self, graph: torch.fx.Graph, root: torch.nn.Module, decompositions: dict) -> None:
+    def __init__(self, graph: torch.fx.Graph, root: torch.nn.Module, decompositions: dict,
+                 run: Callable = _call) -> None:
         super().__init__()
+        self.run = run  # ``func(*args, **kwargs)`` on the fake mode (fake_memo.py)
         self.graph = graph
         self.root = root
         self.decompositions = decompositions
@@ -235,7 +252,7 @@ class _Recorder(TorchDispatchMode):
         node_args, node_kwargs = self._arg(args), {k: self._arg(v) for k, v in kwargs.items()}
         if func is aten.lift_fresh.default:
             func = aten.lift_fresh_copy.default
-        out = func(*args, **kwargs)
+        out = self.run(func, args, kwargs)
         node = self.graph.create_node("call_function", func, node_args, node_kwargs,
                                       name=func.overloadpacket.__name__)
         node.meta["val"] = _snapshot(out) if _factory(func) else out

@@ -1,0 +1,142 @@
+"""The recorder's memo of fake results: an op's fake output made from its inputs' geometry alone.
+
+FakeTensorMode caches its outputs too (``FakeTensorMode.cache``), but its key is built for every
+op it may see (pytree over the arguments, a ``TensorMetadata`` per tensor, symbolic-shape state):
+on a static capture it costs as much as the result's own construction, and the Python dispatch
+into the mode as much again (issue 17: the fake layer was about 45 % of recording). A static
+program repeats a handful of (op, geometry) pairs thousands of times (a block of a model, a
+tensor's optimizer step), so the recorder asks this memo first.
+
+The memo answers only where FakeTensorMode's own cache would (a functional, non-view aten op with
+one fresh tensor result, on plain fake tensors of the capture's mode), from a key that holds at
+least what FakeTensorMode's does, and it makes the result the way FakeTensorMode makes a cache hit
+(an empty meta tensor of the recorded geometry, wrapped). An entry is kept only where the result
+of the first call is such a tensor, and a tensor made from the entry has its dispatch keys.
+Anything else goes to FakeTensorMode, as before.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
+
+#: per op: the memo may answer it (see :func:`_memoizable`)
+_OPS: dict[Any, bool] = {}
+#: why an entry is not kept (its key is remembered as None: the op goes to the fake mode)
+_NO = None
+_UNSAFE_VIEW = torch.ops.aten._unsafe_view.default
+
+
+def _memoizable(func: Any, mode: FakeTensorMode) -> bool:
+    """A functional aten op with one tensor result that FakeTensorMode caches (its
+    ``_validate_cache_key`` bypasses data-dependent, dynamic-shape, view and lifting ops) and
+    that reaches the mode as it is (not CompositeImplicit: decomposed above it)."""
+    hit = _OPS.get(func)
+    if hit is None:
+        schema = getattr(func, "_schema", None)
+        tags = set(getattr(func, "tags", ()))
+        hit = bool(
+            isinstance(func, torch._ops.OpOverload) and func.namespace == "aten" and schema is not None
+            and not func.is_view and not schema.is_mutable and func is not _UNSAFE_VIEW and func not in mode.lift_fns
+            and not tags & {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view,
+                            torch.Tag.nondeterministic_seeded}
+            and len(schema.returns) == 1 and str(schema.returns[0].type) == "Tensor"
+            and schema.returns[0].alias_info is None
+            and not torch._C._dispatch_has_kernel_for_dispatch_key(
+                func.name(), torch._C.DispatchKey.CompositeImplicitAutograd))
+        _OPS[func] = hit
+    return hit
+
+
+class FakeMemo:
+    """Fake results by (op, global state, arguments' geometry), for one capture's fake mode."""
+
+    def __init__(self, mode: FakeTensorMode) -> None:
+        self.mode = mode
+        self.entries: dict[tuple, tuple | None] = {}
+
+    def __call__(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """``func(*args, **kwargs)``, on the fake mode below the caller's."""
+        if not _memoizable(func, self.mode):
+            return func(*args, **kwargs)
+        key = self._key(func, args, kwargs)
+        if key is None:
+            return func(*args, **kwargs)
+        try:
+            entry = self.entries.get(key, False)
+        except TypeError:  # an argument that is no key (unhashable)
+            return func(*args, **kwargs)
+        if entry is False:
+            out = func(*args, **kwargs)
+            self.entries[key] = self._entry(out, args, kwargs)
+            return out
+        if entry is _NO:
+            return func(*args, **kwargs)
+        return self._made(*entry)
+
+    def _key(self, func: Any, args: tuple, kwargs: dict) -> tuple | None:
+        """What FakeTensorMode's key holds (the op, default dtype and device, inference mode, each
+        tensor's geometry and flags), or None where an argument is outside the memo (a symbol, a
+        tensor of another mode, with a constant, or not strided)."""
+        key: list[Any] = [func, torch.get_default_dtype(), torch._C._get_default_device(),
+                          torch.is_inference_mode_enabled()]
+        if not self._add(key, args):
+            return None
+        if kwargs and not self._add(key, tuple(kwargs.items())):
+            return None
+        return tuple(key)
+
+    def _add(self, key: list, xs: Any) -> bool:
+        key.append(len(xs))
+        for x in xs:
+            if type(x) is FakeTensor:
+                if x.fake_mode is not self.mode or x.constant is not None or x.layout != torch.strided:
+                    return False
+                key.append((x.dtype, tuple(x.shape), x.stride(), x.storage_offset(), x.fake_device, x.requires_grad,
+                            x.is_conj(), x.is_neg(), x.is_inference()))
+            elif isinstance(x, (list, tuple)):
+                key.append(type(x))
+                if not self._add(key, x):
+                    return False
+            elif isinstance(x, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)):
+                return False
+            else:
+                key.append((type(x), x))
+        return True
+
+    def _entry(self, out: Any, args: tuple, kwargs: dict) -> tuple | None:
+        """The geometry of ``out`` where a tensor made from it is what the fake mode returned: a
+        fresh, plain tensor owning all of its storage, with the same dispatch keys."""
+        if not (type(out) is FakeTensor and out.fake_mode is self.mode and out.constant is None and out._base is None
+                and out.layout == torch.strided and out.storage_offset() == 0 and not out.requires_grad
+                and not out.is_conj() and not out.is_neg()):
+            return _NO
+        storage = out.untyped_storage()
+        for x in (*args, *kwargs.values()):
+            if isinstance(x, torch.Tensor) and x.untyped_storage()._cdata == storage._cdata:
+                return _NO
+        shape, stride = tuple(out.shape), out.stride()
+        if storage.nbytes() != _nbytes(shape, stride, out.element_size()):
+            return _NO
+        entry = (shape, stride, out.dtype, out.fake_device)
+        made = self._made(*entry)
+        if (torch._C._dispatch_key_set(made) != torch._C._dispatch_key_set(out) or made.stride() != stride
+                or made.untyped_storage().nbytes() != storage.nbytes() or made.is_inference() != out.is_inference()):
+            return _NO
+        return entry
+
+    def _made(self, shape: tuple, stride: tuple, dtype: torch.dtype, device: torch.device) -> FakeTensor:
+        """A fake tensor of this geometry, as FakeTensorMode makes one from a cache entry."""
+        with in_kernel_invocation_manager(self.mode):
+            empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        return FakeTensor(self.mode, empty, device)
+
+
+def _nbytes(shape: tuple, stride: tuple, itemsize: int) -> int:
+    """The storage bytes ``empty_strided`` allocates for this geometry."""
+    if math.prod(shape) == 0:
+        return 0
+    return (1 + sum((n - 1) * s for n, s in zip(shape, stride))) * itemsize
