@@ -7,12 +7,13 @@ into the mode as much again (issue 17: the fake layer was about 45 % of recordin
 program repeats a handful of (op, geometry) pairs thousands of times (a block of a model, a
 tensor's optimizer step), so the recorder asks this memo first.
 
-The memo answers only where FakeTensorMode's own cache would (a functional, non-view aten op with
-one fresh tensor result, on plain fake tensors of the capture's mode), from a key that holds at
-least what FakeTensorMode's does, and it makes the result the way FakeTensorMode makes a cache hit
-(an empty meta tensor of the recorded geometry, wrapped). An entry is kept only where the result
-of the first call is such a tensor, and a tensor made from the entry has its dispatch keys.
-Anything else goes to FakeTensorMode, as before.
+The memo answers only where FakeTensorMode's own cache would (a functional aten op with one tensor
+result, fresh or a view of its one tensor, on plain fake tensors of the capture's mode), and
+``_unsafe_view`` (a view in all but name, which the mode never caches), from a key that holds at
+least what FakeTensorMode's does; it makes the result the way FakeTensorMode makes a cache hit (an
+empty meta tensor of the recorded geometry, on the viewed tensor's storage for a view, wrapped). An
+entry is kept only where the result of the first call is such a tensor and a tensor made from the
+entry matches it (geometry, storage, dispatch keys). Anything else goes to FakeTensorMode, as before.
 """
 
 from __future__ import annotations
@@ -23,32 +24,45 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_invocation_manager
 
-#: per op: the memo may answer it (see :func:`_memoizable`)
-_OPS: dict[Any, bool] = {}
+#: per op: how the memo may answer it (see :func:`_kind`)
+_OPS: dict[Any, int] = {}
+_SKIP, _FRESH, _VIEW = 0, 1, 2
 #: why an entry is not kept (its key is remembered as None: the op goes to the fake mode)
 _NO = None
 _UNSAFE_VIEW = torch.ops.aten._unsafe_view.default
+#: view ops FakeTensorMode treats specially, or whose result is not a plain view of the one input
+_OTHER_VIEWS = frozenset({torch.ops.aten.as_strided.default, torch.ops.aten.detach.default,
+                          torch.ops.aten.view_as_real.default, torch.ops.aten.view_as_complex.default})
 
 
-def _memoizable(func: Any, mode: FakeTensorMode) -> bool:
-    """A functional aten op with one tensor result that FakeTensorMode caches (its
-    ``_validate_cache_key`` bypasses data-dependent, dynamic-shape, view and lifting ops) and
-    that reaches the mode as it is (not CompositeImplicit: decomposed above it)."""
+def _kind(func: Any, mode: FakeTensorMode) -> int:
+    """_FRESH: a functional, non-view aten op with one tensor result that FakeTensorMode caches (its
+    ``_validate_cache_key`` bypasses data-dependent, dynamic-shape, in-place view and lifting ops)
+    and that reaches the mode as it is (not CompositeImplicit: decomposed above it); _VIEW: such a
+    view op of one tensor (its result a tensor on that tensor's storage, as a cache hit makes it),
+    and ``_unsafe_view`` (matmul's last op: FakeTensorMode never caches it, and its fake kernel,
+    ``view``'s, costs a dozen dispatches); _SKIP: any other."""
     hit = _OPS.get(func)
     if hit is None:
-        schema = getattr(func, "_schema", None)
-        tags = set(getattr(func, "tags", ()))
-        hit = bool(
-            isinstance(func, torch._ops.OpOverload) and func.namespace == "aten" and schema is not None
-            and not func.is_view and not schema.is_mutable and func is not _UNSAFE_VIEW and func not in mode.lift_fns
-            and not tags & {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view,
-                            torch.Tag.nondeterministic_seeded}
-            and len(schema.returns) == 1 and str(schema.returns[0].type) == "Tensor"
-            and schema.returns[0].alias_info is None
-            and not torch._C._dispatch_has_kernel_for_dispatch_key(
-                func.name(), torch._C.DispatchKey.CompositeImplicitAutograd))
-        _OPS[func] = hit
+        hit = _OPS[func] = _kind_of(func, mode)
     return hit
+
+
+def _kind_of(func: Any, mode: FakeTensorMode) -> int:
+    schema = getattr(func, "_schema", None)
+    if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten" or schema is None:
+        return _SKIP
+    tags = set(func.tags)
+    if (schema.is_mutable or func in mode.lift_fns or func in _OTHER_VIEWS
+            or tags & {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view,
+                       torch.Tag.nondeterministic_seeded}
+            or len(schema.returns) != 1 or str(schema.returns[0].type) != "Tensor"
+            or torch._C._dispatch_has_kernel_for_dispatch_key(func.name(),
+                                                              torch._C.DispatchKey.CompositeImplicitAutograd)):
+        return _SKIP
+    if func is _UNSAFE_VIEW or func.is_view:
+        return _VIEW
+    return _FRESH if schema.returns[0].alias_info is None else _SKIP
 
 
 class FakeMemo:
@@ -60,7 +74,8 @@ class FakeMemo:
 
     def __call__(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """``func(*args, **kwargs)``, on the fake mode below the caller's."""
-        if not _memoizable(func, self.mode):
+        kind = _kind(func, self.mode)
+        if kind == _SKIP:
             return func(*args, **kwargs)
         key = self._key(func, args, kwargs)
         if key is None:
@@ -71,11 +86,11 @@ class FakeMemo:
             return func(*args, **kwargs)
         if entry is False:
             out = func(*args, **kwargs)
-            self.entries[key] = self._entry(out, args, kwargs)
+            self.entries[key] = self._entry(kind, out, args, kwargs)
             return out
         if entry is _NO:
             return func(*args, **kwargs)
-        return self._made(*entry)
+        return self._made(*entry, args[0] if kind == _VIEW else None)
 
     def _key(self, func: Any, args: tuple, kwargs: dict) -> tuple | None:
         """What FakeTensorMode's key holds (the op, default dtype and device, inference mode, each
@@ -107,31 +122,38 @@ class FakeMemo:
                 key.append((type(x), x))
         return True
 
-    def _entry(self, out: Any, args: tuple, kwargs: dict) -> tuple | None:
+    def _entry(self, kind: int, out: Any, args: tuple, kwargs: dict) -> tuple | None:
         """The geometry of ``out`` where a tensor made from it is what the fake mode returned: a
-        fresh, plain tensor owning all of its storage, with the same dispatch keys."""
+        plain tensor with the same dispatch keys, owning all of a fresh storage (_FRESH), or on the
+        storage of the view's one tensor, its first argument (_VIEW)."""
         if not (type(out) is FakeTensor and out.fake_mode is self.mode and out.constant is None and out._base is None
-                and out.layout == torch.strided and out.storage_offset() == 0 and not out.requires_grad
-                and not out.is_conj() and not out.is_neg()):
+                and out.layout == torch.strided and not out.requires_grad and not out.is_conj() and not out.is_neg()):
             return _NO
-        storage = out.untyped_storage()
-        for x in (*args, *kwargs.values()):
-            if isinstance(x, torch.Tensor) and x.untyped_storage()._cdata == storage._cdata:
-                return _NO
-        shape, stride = tuple(out.shape), out.stride()
-        if storage.nbytes() != _nbytes(shape, stride, out.element_size()):
+        storage = out.untyped_storage()._cdata
+        tensors = [x for x in (*args, *kwargs.values()) if isinstance(x, torch.Tensor)]
+        shared = [x for x in tensors if x.untyped_storage()._cdata == storage]
+        if kind == _VIEW and not (len(tensors) == 1 and shared and shared[0] is args[0]):
             return _NO
-        entry = (shape, stride, out.dtype, out.fake_device)
-        made = self._made(*entry)
-        if (torch._C._dispatch_key_set(made) != torch._C._dispatch_key_set(out) or made.stride() != stride
-                or made.untyped_storage().nbytes() != storage.nbytes() or made.is_inference() != out.is_inference()):
+        if kind == _FRESH and (shared or out.storage_offset() != 0
+                               or out.untyped_storage().nbytes() != _nbytes(out.shape, out.stride(), out.element_size())):
+            return _NO
+        entry = (tuple(out.shape), out.stride(), out.storage_offset(), out.dtype, out.fake_device)
+        made = self._made(*entry, args[0] if kind == _VIEW else None)
+        if (torch._C._dispatch_key_set(made) != torch._C._dispatch_key_set(out) or made.stride() != out.stride()
+                or made.storage_offset() != out.storage_offset() or made.is_inference() != out.is_inference()
+                or made.untyped_storage().nbytes() != out.untyped_storage().nbytes()
+                or (kind == _VIEW) != (made.untyped_storage()._cdata == storage)):
             return _NO
         return entry
 
-    def _made(self, shape: tuple, stride: tuple, dtype: torch.dtype, device: torch.device) -> FakeTensor:
-        """A fake tensor of this geometry, as FakeTensorMode makes one from a cache entry."""
+    def _made(self, shape: tuple, stride: tuple, offset: int, dtype: torch.dtype, device: torch.device,
+              base: FakeTensor | None) -> FakeTensor:
+        """A fake tensor of this geometry, as FakeTensorMode makes one from a cache entry: on
+        ``base``'s storage where it is a view's."""
         with in_kernel_invocation_manager(self.mode):
             empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+            if base is not None:
+                empty.set_(base.untyped_storage(), offset, shape, stride)
         return FakeTensor(self.mode, empty, device)
 
 
