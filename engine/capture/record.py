@@ -253,8 +253,7 @@ class _Recorder(TorchDispatchMode):
         if func is aten.lift_fresh.default:
             func = aten.lift_fresh_copy.default
         out = self.run(func, args, kwargs)
-        node = self.graph.create_node("call_function", func, node_args, node_kwargs,
-                                      name=func.overloadpacket.__name__)
+        node = _call_node(self.graph, func, node_args, node_kwargs, func.overloadpacket.__name__)
         node.meta["val"] = _snapshot(out) if _factory(func) else out
         node.meta["original_aten"] = self.original
         if isinstance(out, torch.Tensor):
@@ -262,7 +261,7 @@ class _Recorder(TorchDispatchMode):
         elif isinstance(out, (list, tuple)):
             for i, o in enumerate(out):
                 if isinstance(o, torch.Tensor):
-                    item = self.graph.create_node("call_function", operator.getitem, (node, i), name="getitem")
+                    item = _call_node(self.graph, operator.getitem, (node, i), {}, "getitem")
                     item.meta["val"] = o
                     self.track(o, item)
                 elif o is not None and not isinstance(o, (int, float, bool)):
@@ -317,6 +316,18 @@ class _Recorder(TorchDispatchMode):
             hit = _DECOMPOSES[(func, dev)] = autograd_would_have_decomposed(func, [a for a in args if isinstance(
                 a, torch.Tensor)] + [a for a in kwargs.values() if isinstance(a, torch.Tensor)])
         return hit
+
+
+def _call_node(graph: torch.fx.Graph, target: Any, args: tuple, kwargs: dict, name: str) -> torch.fx.Node:
+    """``graph.create_node("call_function", target, args, kwargs, name=name)``, with the arguments set
+    after: ``create_node`` walks them (pytree) for raw symbolic values to warn about, which a recorded
+    argument never is (``_Recorder._arg`` stops at them), and that walk was most of a node's cost."""
+    node = graph.create_node("call_function", target, name=name)
+    if args:
+        node.args = args
+    if kwargs:
+        node.kwargs = kwargs
+    return node
 
 
 def _same(a: tuple, b: tuple) -> bool:
