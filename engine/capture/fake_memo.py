@@ -7,13 +7,14 @@ into the mode as much again (issue 17: the fake layer was about 45 % of recordin
 program repeats a handful of (op, geometry) pairs thousands of times (a block of a model, a
 tensor's optimizer step), so the recorder asks this memo first.
 
-The memo answers only where FakeTensorMode's own cache would (a functional aten op with one tensor
-result, fresh or a view of its one tensor, on plain fake tensors of the capture's mode), and
-``_unsafe_view`` (a view in all but name, which the mode never caches), from a key that holds at
-least what FakeTensorMode's does; it makes the result the way FakeTensorMode makes a cache hit (an
-empty meta tensor of the recorded geometry, on the viewed tensor's storage for a view, wrapped). An
-entry is kept only where the result of the first call is such a tensor and a tensor made from the
-entry matches it (geometry, storage, dispatch keys). Anything else goes to FakeTensorMode, as before.
+The memo answers only where FakeTensorMode's own cache would (an aten op with one tensor result,
+fresh or a view of its one tensor, or an in-place op writing and returning ``self``, on plain fake
+tensors of the capture's mode), and ``_unsafe_view`` (a view in all but name, which the mode never
+caches), from a key that holds at least what FakeTensorMode's does; it makes the result the way
+FakeTensorMode makes a cache hit (an empty meta tensor of the recorded geometry, on the viewed
+tensor's storage for a view, wrapped; ``self`` for an in-place op). An entry is kept only where the
+result of the first call is such a tensor and a tensor made from the entry matches it (geometry,
+storage, dispatch keys). Anything else goes to FakeTensorMode, as before.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode, in_kernel_
 
 #: per op: how the memo may answer it (see :func:`_kind`)
 _OPS: dict[Any, int] = {}
-_SKIP, _FRESH, _VIEW = 0, 1, 2
+_SKIP, _FRESH, _VIEW, _INPLACE = 0, 1, 2, 3
+#: in-place ops that may change their tensor's geometry or storage (the recorder then stops)
+_RESHAPING = frozenset({"resize_", "resize_as_", "set_", "_resize_output_"})
 #: why an entry is not kept (its key is remembered as None: the op goes to the fake mode)
 _NO = None
 _UNSAFE_VIEW = torch.ops.aten._unsafe_view.default
@@ -53,7 +56,9 @@ def _kind_of(func: Any, mode: FakeTensorMode) -> int:
     if not isinstance(func, torch._ops.OpOverload) or func.namespace != "aten" or schema is None:
         return _SKIP
     tags = set(func.tags)
-    if (schema.is_mutable or func in mode.lift_fns or func in _OTHER_VIEWS
+    if schema.is_mutable:
+        return _INPLACE if _writes_self_only(func, schema, tags) else _SKIP
+    if (func in mode.lift_fns or func in _OTHER_VIEWS
             or tags & {torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape, torch.Tag.inplace_view,
                        torch.Tag.nondeterministic_seeded}
             or len(schema.returns) != 1 or str(schema.returns[0].type) != "Tensor"
@@ -63,6 +68,21 @@ def _kind_of(func: Any, mode: FakeTensorMode) -> int:
     if func is _UNSAFE_VIEW or func.is_view:
         return _VIEW
     return _FRESH if schema.returns[0].alias_info is None else _SKIP
+
+
+def _writes_self_only(func: Any, schema: Any, tags: set) -> bool:
+    """An in-place aten op that writes its first argument, ``self``, only and returns it (``mul_``,
+    ``copy_``): FakeTensorMode's cache answers it with that argument; not one that may change the
+    tensor's geometry."""
+    written = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    ret = schema.returns
+    return (len(written) == 1 and schema.arguments[0] is written[0] and written[0].name == "self"
+            and len(ret) == 1 and str(ret[0].type) == "Tensor" and ret[0].alias_info is not None
+            and ret[0].alias_info.is_write and func._overloadpacket.__name__ not in _RESHAPING
+            and not tags & {torch.Tag.inplace_view, torch.Tag.data_dependent_output, torch.Tag.dynamic_output_shape,
+                            torch.Tag.nondeterministic_seeded}
+            and not torch._C._dispatch_has_kernel_for_dispatch_key(func.name(),
+                                                                   torch._C.DispatchKey.CompositeImplicitAutograd))
 
 
 class FakeMemo:
@@ -85,12 +105,25 @@ class FakeMemo:
         except TypeError:  # an argument that is no key (unhashable)
             return func(*args, **kwargs)
         if entry is False:
+            if kind == _INPLACE:
+                return self._first_write(key, func, args, kwargs)
             out = func(*args, **kwargs)
             self.entries[key] = self._entry(kind, out, args, kwargs)
             return out
         if entry is _NO:
             return func(*args, **kwargs)
+        if kind == _INPLACE:
+            return args[0]
         return self._made(*entry, args[0] if kind == _VIEW else None)
+
+    def _first_write(self, key: tuple, func: Any, args: tuple, kwargs: dict) -> Any:
+        """An in-place op's first call: kept where it returned its tensor, whose geometry and
+        storage it left alone (a fake write changes nothing else)."""
+        target = args[0]
+        before = _geometry(target)
+        out = func(*args, **kwargs)
+        self.entries[key] = () if out is target and _geometry(target) == before else _NO
+        return out
 
     def _key(self, func: Any, args: tuple, kwargs: dict) -> tuple | None:
         """What FakeTensorMode's key holds (the op, default dtype and device, inference mode, each
@@ -155,6 +188,10 @@ class FakeMemo:
             if base is not None:
                 empty.set_(base.untyped_storage(), offset, shape, stride)
         return FakeTensor(self.mode, empty, device)
+
+
+def _geometry(t: Any) -> tuple:
+    return (tuple(t.shape), t.stride(), t.storage_offset(), t.untyped_storage()._cdata, t.dtype)
 
 
 def _nbytes(shape: tuple, stride: tuple, itemsize: int) -> int:

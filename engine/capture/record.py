@@ -284,7 +284,7 @@ class _Recorder(TorchDispatchMode):
                 t._base is not None or self.sharing.get(_storage_id(t)) != 1 or not t.is_contiguous() for t in targets):
             raise NotRecordable(f"{func} writes a view, a tensor that shares memory, or a strided tensor")
         geometry = [(t.shape, t.stride(), t.storage_offset(), _storage_id(t)) for t in targets]
-        out = func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
+        out = self.run(func, args, kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
         if [(t.shape, t.stride(), t.storage_offset(), _storage_id(t)) for t in targets] != geometry:
             raise NotRecordable(f"{func} changed the geometry or memory of the tensor it writes")  # resize_, set_
         now = self.current(args)
