@@ -545,7 +545,7 @@ class _OverlapCheck(TorchDispatchMode):
 
     def _record_views(self, func: Any, args: tuple, kwargs: dict, out: Any,
                       geometry: tuple[list[int], list[int], int] | None = None) -> None:
-        leaves = pytree.tree_leaves((args[1:], kwargs))
+        leaves = op_leaves((args[1:], kwargs))
         if any(isinstance(x, torch.Tensor) for x in leaves):
             return
         x = args[0]
@@ -1112,6 +1112,29 @@ class _CheckedCalls(TorchDispatchMode):
 
 
 _DEVICE = torch.ops.prim.device.default
+
+
+def op_leaves(tree: Any) -> list[Any]:
+    """``pytree.tree_leaves(tree)`` for an op's arguments: plain lists, tuples and dicts are walked
+    here (pytree's per-node type dispatch cost more than the view check that asks, per view op);
+    any other container (a namedtuple, ``torch.Size``) is left to pytree, leaf or node as it says."""
+    out: list[Any] = []
+    _add_leaves(tree, out)
+    return out
+
+
+def _add_leaves(x: Any, out: list[Any]) -> None:
+    t = type(x)
+    if t is list or t is tuple:
+        for y in x:
+            _add_leaves(y, out)
+    elif t is dict:
+        for y in x.values():
+            _add_leaves(y, out)
+    elif isinstance(x, (list, tuple, dict)):
+        out.extend(pytree.tree_leaves(x))
+    else:
+        out.append(x)
 
 
 def fake_device(t: FakeTensor) -> torch.device:

@@ -41,6 +41,7 @@ from .functional import (
     MetadataMutationError,
     OrderDependentWriteError,
     OverlappingInputWriteError,
+    op_leaves,
     trace_functional,
 )
 from .generators import GeneratorWatch
@@ -196,7 +197,7 @@ def _not_on_complex(decomp: Callable) -> Callable:
 
     def on_real(*args: Any, **kwargs: Any) -> Any:
         if any(isinstance(t, complex) or isinstance(t, torch.Tensor) and t.is_complex()
-               for t in pytree.tree_leaves((args, kwargs))):
+               for t in op_leaves((args, kwargs))):
             return NotImplemented
         return decomp(*args, **kwargs)
 
