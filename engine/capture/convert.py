@@ -66,7 +66,14 @@ class Converter:
 
     def type_of(self, val: Any) -> Any:
         if isinstance(val, torch.Tensor):
-            return TensorType(dtype_name(val.dtype), tuple(self.sym(d) for d in val.shape), _dev(val.device))
+            shape = tuple(val.shape)
+            if not all(type(d) is int for d in shape):  # symbols to spell in this capture's names
+                return TensorType(dtype_name(val.dtype), tuple(self.sym(d) for d in shape), _dev(val.device))
+            key = (val.dtype, shape, val.device)
+            typ = _STATIC_TYPES.get(key)
+            if typ is None:
+                typ = _STATIC_TYPES[key] = TensorType(dtype_name(val.dtype), shape, _dev(val.device))
+            return typ
         if isinstance(val, torch.SymInt):
             return ScalarType("int", self.sym(val))
         if isinstance(val, bool):
@@ -261,6 +268,10 @@ class Converter:
         if is_opaque(op) or (op in VIEW_OPS and op != "cast" and args and isinstance(args[0], Var)
                              and id(args[0]) in self.eager_own):
             self.eager_own.update(id(o) for o in outs)
+
+
+#: the (frozen) TensorType of each static (dtype, shape, device): a capture asks per node
+_STATIC_TYPES: dict[tuple, TensorType] = {}
 
 
 def _any_complex(args: tuple) -> bool:

@@ -402,6 +402,12 @@ def _shrunk(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     return args, kwargs
 
 
+#: :func:`probe_kernel`'s answer to a call of positional, non-list arguments, by its probe key (which
+#: decides it there): the refusal's type and message, or (None, the dtype). Capture asks per op; the
+#: answer is one dict lookup where the skip test, the Scalar hints and the probe cost a dozen calls.
+_VERDICTS: dict[tuple, tuple[type | None, Any]] = {}
+
+
 def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
     """Raise what eager's kernel raises for ``func``'s dtypes and Scalar arguments alone (see the
     module doc); call it where the program's own ops are seen, under capture's modes. Returns the
@@ -409,6 +415,24 @@ def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
     promotes otherwise (``pow(bool, False)`` is bool in eager, int64 on meta), eager's dtype wins.
     A symbolic int Scalar (``satfuse.jit``'s int arguments) is probed at its hint, and the plan
     guards it to the range of values the kernel accepts (``fill_(k)`` of int32: ``k < 2**31``)."""
+    if kwargs or any(isinstance(a, (list, tuple, dict)) for a in args):
+        return _probe_kernel(func, args, kwargs)
+    key = _probe_key(func, list(args))  # None where a Scalar is symbolic (a guard to add)
+    if key is None:
+        return _probe_kernel(func, args, kwargs)
+    hit = _VERDICTS.get(key)
+    if hit is None:
+        try:
+            hit = (None, _probe_kernel(func, args, kwargs))
+        except EagerRefusal as e:
+            hit = (type(e), str(e))
+        _VERDICTS[key] = hit
+    if hit[0] is not None:
+        raise hit[0](hit[1])
+    return hit[1]
+
+
+def _probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
     if _probe_skips(func, args, kwargs):
         return None
     if _PROBE_KIND[func] == "sized":

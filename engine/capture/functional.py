@@ -32,6 +32,7 @@ import torch.utils._pytree as pytree
 from torch._dispatch.python import enable_python_dispatcher
 from torch._functorch._aot_autograd.functional_utils import from_fun, has_data_mutation, to_fun
 from torch._functorch._aot_autograd.utils import _get_autocast_states
+from torch._subclasses.fake_tensor import FakeTensor
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.fx._lazy_graph_module import _use_lazy_graph_module
 from torch.fx.experimental.proxy_tensor import make_fx
@@ -544,7 +545,7 @@ class _OverlapCheck(TorchDispatchMode):
 
     def _record_views(self, func: Any, args: tuple, kwargs: dict, out: Any,
                       geometry: tuple[list[int], list[int], int] | None = None) -> None:
-        leaves = pytree.tree_leaves((args[1:], kwargs))
+        leaves = op_leaves((args[1:], kwargs))
         if any(isinstance(x, torch.Tensor) for x in leaves):
             return
         x = args[0]
@@ -933,6 +934,8 @@ class EagerRewrites(_OverlapCheck):
                 self.inputs.setdefault(_storage_id(x), []).append((i, x))
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func is _DEVICE and len(args) == 1 and type(args[0]) is FakeTensor:
+            return fake_device(args[0])
         if functional_variant(func) is None or func._overloadpacket.__name__.startswith("_foreach_"):
             return self._dispatch(func, args, kwargs or {})
         # the node functionalization makes for this in-place op's value says so (inplace.INPLACE_OF):
@@ -1106,6 +1109,39 @@ class _CheckedCalls(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         return self.owner._checked(func, args, kwargs or {})
+
+
+_DEVICE = torch.ops.prim.device.default
+
+
+def op_leaves(tree: Any) -> list[Any]:
+    """``pytree.tree_leaves(tree)`` for an op's arguments: plain lists, tuples and dicts are walked
+    here (pytree's per-node type dispatch cost more than the view check that asks, per view op);
+    any other container (a namedtuple, ``torch.Size``) is left to pytree, leaf or node as it says."""
+    out: list[Any] = []
+    _add_leaves(tree, out)
+    return out
+
+
+def _add_leaves(x: Any, out: list[Any]) -> None:
+    t = type(x)
+    if t is list or t is tuple:
+        for y in x:
+            _add_leaves(y, out)
+    elif t is dict:
+        for y in x.values():
+            _add_leaves(y, out)
+    elif isinstance(x, (list, tuple, dict)):
+        out.extend(pytree.tree_leaves(x))
+    else:
+        out.append(x)
+
+
+def fake_device(t: FakeTensor) -> torch.device:
+    """``t.device`` as the fake mode answers it. C++ asks ``prim.device`` of a fake tensor for nearly
+    every op a decomposition calls (28 of the 61 dispatches of a GPT-style block's matmuls, splits
+    and views): no mode checks, records or changes it, so it is answered before them."""
+    return torch.device("meta") if t.fake_mode.in_kernel_invocation else t.fake_device
 
 
 #: per op: it writes a tensor argument's data (a mutable schema that is not an in-place view op)

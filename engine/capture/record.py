@@ -37,6 +37,7 @@ from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_modu
 from torch.utils._python_dispatch import TorchDispatchMode, autograd_would_have_decomposed
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from .fake_memo import FakeMemo
 from .functional import (
     AliasInfo,
     EagerRewrites,
@@ -46,6 +47,7 @@ from .functional import (
     _views,
     _writes,
     alias_outputs,
+    fake_device,
     shared_outputs,
 )
 from .inplace import INPLACE_OF, functional_variant
@@ -79,7 +81,7 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
     recordable: the caller then traces it the functional way."""
     graph = torch.fx.Graph()
     root = torch.nn.Module()
-    rec = _Recorder(graph, root, decompositions)
+    rec = _Recorder(graph, root, decompositions, _memo(fakes))
     placeholders = [graph.placeholder(f"arg{i}_1") for i in range(len(fakes))]
     for ph, f in zip(placeholders, fakes):
         if isinstance(f, torch.Tensor):
@@ -109,6 +111,20 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
     return FunctionalGraph(gm, mutated, aliases, [])
 
 
+def _memo(fakes: Sequence[Any]) -> Callable:
+    """How the recorder runs an op on the fake mode: through a :class:`FakeMemo` of the inputs' mode,
+    unless another infra mode (an ambient ``make_fx``'s proxy or functionalization) sits between."""
+    mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
+    keys = torch._C._TorchDispatchModeKey
+    if mode is None or any(torch._C._get_dispatch_mode(k) is not None for k in (keys.PROXY, keys.FUNCTIONAL)):
+        return _call
+    return FakeMemo(mode)
+
+
+def _call(func: Any, args: tuple, kwargs: dict) -> Any:
+    return func(*args, **kwargs)
+
+
 def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None]:
     """Which outputs are inputs or views of one: with nothing requiring grad, exactly those sharing
     an input's storage (what ``_input_aliases`` reads off the wrappers). A written input is its own
@@ -127,8 +143,9 @@ def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None
 
 #: per (op, device type): autograd would have run the op's CompositeImplicitAutograd kernel
 _DECOMPOSES: dict[tuple[Any, str], bool] = {}
+_DEVICE = torch.ops.prim.device.default
 #: ops the recorder passes through unrecorded (make_fx's proxy mode does too)
-_UNRECORDED = frozenset({torch.ops.prim.device.default})
+_UNRECORDED = frozenset({_DEVICE})
 _METADATA = (aten.size.default, aten.stride.default, aten.storage_offset.default)
 
 
@@ -137,8 +154,10 @@ class _Recorder(TorchDispatchMode):
     node (after the decomposition table and CompositeImplicit decompositions, as in ``make_fx``),
     its fake outputs the node's ``meta['val']``."""
 
-    def __init__(self, graph: torch.fx.Graph, root: torch.nn.Module, decompositions: dict) -> None:
+    def __init__(self, graph: torch.fx.Graph, root: torch.nn.Module, decompositions: dict,
+                 run: Callable = _call) -> None:
         super().__init__()
+        self.run = run  # ``func(*args, **kwargs)`` on the fake mode (fake_memo.py)
         self.graph = graph
         self.root = root
         self.decompositions = decompositions
@@ -193,6 +212,8 @@ class _Recorder(TorchDispatchMode):
         return a
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if func is _DEVICE and len(args) == 1 and type(args[0]) is FakeTensor:
+            return fake_device(args[0])
         kwargs = kwargs or {}
         outer = self.original is None
         if outer:
@@ -231,9 +252,8 @@ class _Recorder(TorchDispatchMode):
         node_args, node_kwargs = self._arg(args), {k: self._arg(v) for k, v in kwargs.items()}
         if func is aten.lift_fresh.default:
             func = aten.lift_fresh_copy.default
-        out = func(*args, **kwargs)
-        node = self.graph.create_node("call_function", func, node_args, node_kwargs,
-                                      name=func.overloadpacket.__name__)
+        out = self.run(func, args, kwargs)
+        node = _call_node(self.graph, func, node_args, node_kwargs, func.overloadpacket.__name__)
         node.meta["val"] = _snapshot(out) if _factory(func) else out
         node.meta["original_aten"] = self.original
         if isinstance(out, torch.Tensor):
@@ -241,7 +261,7 @@ class _Recorder(TorchDispatchMode):
         elif isinstance(out, (list, tuple)):
             for i, o in enumerate(out):
                 if isinstance(o, torch.Tensor):
-                    item = self.graph.create_node("call_function", operator.getitem, (node, i), name="getitem")
+                    item = _call_node(self.graph, operator.getitem, (node, i), {}, "getitem")
                     item.meta["val"] = o
                     self.track(o, item)
                 elif o is not None and not isinstance(o, (int, float, bool)):
@@ -264,7 +284,7 @@ class _Recorder(TorchDispatchMode):
                 t._base is not None or self.sharing.get(_storage_id(t)) != 1 or not t.is_contiguous() for t in targets):
             raise NotRecordable(f"{func} writes a view, a tensor that shares memory, or a strided tensor")
         geometry = [(t.shape, t.stride(), t.storage_offset(), _storage_id(t)) for t in targets]
-        out = func(*args, **kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
+        out = self.run(func, args, kwargs)  # the in-place op's own checks on eager's geometry (a fake write changes nothing)
         if [(t.shape, t.stride(), t.storage_offset(), _storage_id(t)) for t in targets] != geometry:
             raise NotRecordable(f"{func} changed the geometry or memory of the tensor it writes")  # resize_, set_
         now = self.current(args)
@@ -296,6 +316,18 @@ class _Recorder(TorchDispatchMode):
             hit = _DECOMPOSES[(func, dev)] = autograd_would_have_decomposed(func, [a for a in args if isinstance(
                 a, torch.Tensor)] + [a for a in kwargs.values() if isinstance(a, torch.Tensor)])
         return hit
+
+
+def _call_node(graph: torch.fx.Graph, target: Any, args: tuple, kwargs: dict, name: str) -> torch.fx.Node:
+    """``graph.create_node("call_function", target, args, kwargs, name=name)``, with the arguments set
+    after: ``create_node`` walks them (pytree) for raw symbolic values to warn about, which a recorded
+    argument never is (``_Recorder._arg`` stops at them), and that walk was most of a node's cost."""
+    node = graph.create_node("call_function", target, name=name)
+    if args:
+        node.args = args
+    if kwargs:
+        node.kwargs = kwargs
+    return node
 
 
 def _same(a: tuple, b: tuple) -> bool:
