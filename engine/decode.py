@@ -165,7 +165,7 @@ def post_order(root: Any, deps: Callable[[Any], Iterable[Any]], done: Container[
             yield c
             continue
         stack.append((c, True))
-        stack.extend((d, False) for d in deps(c) if d not in done)
+        stack.extend([(d, False) for d in deps(c) if d not in done])
 
 
 def key_hint(op: str) -> str:
