@@ -150,11 +150,14 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     ``skip_unchanged``: where no rule that matched could change a value, the program (each
     term once) is the answer without serializing or extracting (``_plain_program``)."""
     log.register_with_torch()
+    t_check = time.perf_counter()
     if _has_negative_zero(trace):
         return _unoptimized(trace, phases, "the program has a -0.0 constant, which egglog's f64 equality merges "
                                            "with 0.0 (x / -0.0 would become +inf)")
+    t_check = time.perf_counter() - t_check
     sat = saturate_trace(trace, sources, phases, budget=budget, pool=pool, keep_session=keep_session,
                          skip_unchanged=skip_unchanged)
+    sat.timings["encode"] += t_check  # whether the e-graph can hold the program is part of encoding it
     rep, view = sat.report, sat.view
     if rep.conflicts:
         raise conflict_error(rep, sources)
