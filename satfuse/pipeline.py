@@ -138,7 +138,7 @@ class Engine:
             eng = optimize_trace(trace, cat.sources, phases, target=opts.target, hints=hints or {},
                                  budget=opts.budget, extractor=opts.extractor, pool=self.pool)
             timings.update(eng.timings)
-            # the program's roots are part of what is encoded (they are, where nothing is)
+            # the roots eager's dead ops add are part of the program's encoding (even where the e-graph is skipped)
             timings["encode"] = timings.get("encode", 0.0) + t_roots
             t1 = time.perf_counter()
             layouts = view_layouts(eng.trace, example_values) if example_values is not None else None
