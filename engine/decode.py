@@ -135,20 +135,23 @@ class Decoder:
         key = self.view.literal(n.children[0])
         operands = list_value(self.view, self.choice, n.children[1], self.value)
         call = self.enc.opaque[key]
-
-        def fill(a: Any) -> Any:
-            if isinstance(a, Slot):
-                return operands[a.i]
-            if isinstance(a, (tuple, list)):
-                return type(a)(fill(x) for x in a)
-            return a
-
         outs = tuple(Var(self.ns.name(key_hint(call.op)), t) for t in call.out_types)
-        self.nodes.append(Node(call.op, fill(call.args), {k: fill(v) for k, v in call.kwargs.items()}, outs))
+        self.nodes.append(Node(call.op, _filled(call.args, operands),
+                               {k: _filled(v, operands) for k, v in call.kwargs.items()}, outs))
         if key[1:].isdigit():  # "k<index in the captured program>" (terms.py, loader.py)
             self.rank[id(self.nodes[-1])] = int(key[1:])
         self.opaque_memo[cid] = outs
         return outs
+
+
+def _filled(a: Any, operands: tuple) -> Any:
+    """An opaque call's template with its ``Slot``s filled (a module function: a recursive closure
+    would be a reference cycle per call, left to the collector)."""
+    if isinstance(a, Slot):
+        return operands[a.i]
+    if isinstance(a, (tuple, list)):
+        return type(a)(_filled(x, operands) for x in a)
+    return a
 
 
 def post_order(root: Any, deps: Callable[[Any], Iterable[Any]], done: Container[Any]) -> Iterator[Any]:
@@ -165,7 +168,7 @@ def post_order(root: Any, deps: Callable[[Any], Iterable[Any]], done: Container[
             yield c
             continue
         stack.append((c, True))
-        stack.extend((d, False) for d in deps(c) if d not in done)
+        stack.extend([(d, False) for d in deps(c) if d not in done])
 
 
 def key_hint(op: str) -> str:

@@ -14,6 +14,7 @@ steps it flags before any write (``lowering/checks.py``).
 
 from __future__ import annotations
 
+import functools
 import heapq
 from typing import Callable
 
@@ -77,25 +78,34 @@ def index_rank(node: Node, index_ranks: dict[str, int]) -> int:
 
 def can_raise(node: Node) -> str | None:
     """Why running ``node`` can raise on data the guards do not fix (None: it cannot)."""
-    if node.op in CHECKED_INDEX:
+    return _raise_reason(node.op)
+
+
+@functools.lru_cache(maxsize=4096)
+def _raise_reason(op: str) -> str | None:
+    """:func:`can_raise` of an op (by name alone: asked once per op of every node)."""
+    if op in CHECKED_INDEX:
         return None
-    if node.op in INDEX_OPS:
-        return f"{node.op} raises on an out-of-range index"
-    if is_opaque(node.op):
-        name = _aten_name(node.op)
+    if op in INDEX_OPS:
+        return f"{op} raises on an out-of-range index"
+    if is_opaque(op):
+        name = _aten_name(op)
         if name.rstrip("_") in METADATA_ONLY or name in METADATA_ONLY:
             return None
-        return f"the torch op {node.op} may raise on values"
+        return f"the torch op {op} may raise on values"
     return None
-
-
 
 
 def consumes_rng(node: Node) -> bool:
     """An opaque torch op that draws from the random generator (its draws shift every later one)."""
-    if not is_opaque(node.op):
-        return False
-    op = _torch_op(node.op)
+    return is_opaque(node.op) and _seeded(node.op)
+
+
+@functools.lru_cache(maxsize=4096)
+def _seeded(name: str) -> bool:
+    """Whether the aten op ``name`` is tagged as drawing random numbers (aten's registry does not
+    change while a process runs, so asked once per op)."""
+    op = _torch_op(name)
     return op is not None and torch.Tag.nondeterministic_seeded in op.tags
 
 
@@ -118,12 +128,18 @@ def effects(trace: Trace) -> list[Var]:
     need |= {id(v) for v in trace.effects}
     kept: list[Var] = list(trace.effects)
     for n in reversed(trace.nodes):
-        live = any(id(o) in need for o in n.outs)
+        live = False
+        for o in n.outs:
+            if id(o) in need:
+                live = True
+                break
         if not live and n.outs and (can_raise(n) is not None or consumes_rng(n)):
             kept.append(n.outs[0])
             live = True
         if live:
-            need.update(id(v) for v in _value_operands(n))
+            need.update(map(id, _value_operands(n)))
+    if not kept:
+        return kept
     order = {id(o): i for i, n in enumerate(trace.nodes) for o in n.outs}
     return sorted({id(v): v for v in kept}.values(), key=lambda v: order.get(id(v), -1))
 

@@ -321,23 +321,19 @@ class Trace:
         """Check SSA form, topological order, unique names and that write-backs target inputs."""
         defined: set[int] = set()
         names: set[str] = set()
-
-        def define(v: Var, where: str) -> None:
-            if v.name in names:
-                raise IRError(f"{where}: name {v.name!r} defined twice")
-            if not v.name.isidentifier() or keyword.iskeyword(v.name):
-                raise IRError(f"{where}: {v.name!r} is not a legal identifier")
-            names.add(v.name)
-            defined.add(id(v))
-
         for v in self.inputs:
-            define(v, "input")
+            _define(v, names, defined, "input")
         for i, n in enumerate(self.nodes):
-            for a in n.inputs():
-                if id(a) not in defined:
-                    raise IRError(f"node {i} ({n.op}): uses {a.name} before it is defined")
+            ins = n.inputs()
+            if not defined.issuperset(map(id, ins)):
+                a = next(a for a in ins if id(a) not in defined)
+                raise IRError(f"node {i} ({n.op}): uses {a.name} before it is defined")
             for o in n.outs:
-                define(o, f"node {i} ({n.op})")
+                name = o.name
+                if name in names or not name.isidentifier() or keyword.iskeyword(name):
+                    _define(o, names, defined, f"node {i} ({n.op})")  # raises
+                names.add(name)
+                defined.add(id(o))
         for o in self.outputs:
             if isinstance(o, Var) and id(o) not in defined:
                 raise IRError(f"output {o.name} is not defined")
@@ -354,6 +350,16 @@ class Trace:
         for v in self.effects:
             if id(v) not in defined:
                 raise IRError(f"effect {v.name} is not defined")
+
+
+def _define(v: Var, names: set[str], defined: set[int], where: str) -> None:
+    """``Trace.lint``'s check of one value's name as it is defined (the message says ``where``)."""
+    if v.name in names:
+        raise IRError(f"{where}: name {v.name!r} defined twice")
+    if not v.name.isidentifier() or keyword.iskeyword(v.name):
+        raise IRError(f"{where}: {v.name!r} is not a legal identifier")
+    names.add(v.name)
+    defined.add(id(v))
 
 
 class Namespace:

@@ -20,10 +20,11 @@ to the command encoding of ``engine/terms.py``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import sympy
 
@@ -99,6 +100,25 @@ def _op_table(egg: str) -> str:
 
 ROW_KINDS, WIDTH, _LOADER_HANDLES = read_row_kinds(LOADER_PATH, LOADER_TEXT)
 HANDLES = SCHEMA_HANDLES | _LOADER_HANDLES
+#: vocabulary op -> the row kind of its terms
+_OP_ROWS = {op: _op_table(spec.egg) for op, spec in OPS.items()}
+
+
+#: per row kind: (opcode, its columns' id tables (None: i64 columns only; else per column its
+#: ``load-str``/``load-float`` table or None), the zeros padding a row to ``load-row``'s width)
+_ROW_FORMS: dict[str, tuple[int, tuple[str | None, ...] | None, tuple[int, ...]]] = {
+    name: (rk.opcode,
+           tuple({"String": "load-str", "f64": "load-float"}.get(c) for c in rk.cols)
+           if any(c != "i64" for c in rk.cols) else None,
+           (0,) * (WIDTH - len(rk.cols)))
+    for name, rk in ROW_KINDS.items()}
+
+_SEED_SHAPE, _SEED_DTYPE, _SEED_RANK = (ROW_KINDS[k].opcode for k in ("load-shape", "load-dtype", "load-rank"))
+_SEED_PAD = _ROW_FORMS["load-shape"][2]
+if ([ROW_KINDS[k].cols for k in ("load-shape", "load-dtype", "load-rank")]
+        != [("i64", "i64"), ("i64", "String"), ("i64", "i64")]):
+    raise ValueError(f"{LOADER_PATH}: load-shape, load-dtype and load-rank take (value, shape), (value, dtype), "
+                     "(value, rank): Tables.seed writes them so")
 
 
 @dataclass
@@ -107,19 +127,30 @@ class Tables:
 
     rows: dict[str, list[tuple]] = field(default_factory=dict)
     _ids: dict[tuple, int] = field(default_factory=dict)
+    _load_rows: list[tuple] | None = field(default=None, repr=False)  # rows["load-row"], once made
 
     def add(self, kind: str, *cols: Any) -> None:
-        rk = ROW_KINDS[kind]
-        out = [rk.opcode]
-        for c, sort in zip(cols, rk.cols, strict=True):
-            if sort == "String":
-                out.append(self._id("load-str", c))
-            elif sort == "f64":
-                out.append(self._id("load-float", c))
-            else:
-                out.append(c)
-        out.extend([0] * (WIDTH + 1 - len(out)))
-        self.rows.setdefault("load-row", []).append(tuple(out))
+        """One row of ``kind``; a String or f64 column becomes the id of its value's row (made
+        first, so the relations appear in ``rows`` in the order their first row was written)."""
+        opcode, ids, pad = _ROW_FORMS[kind]
+        if len(cols) != len(ROW_KINDS[kind].cols):
+            raise ValueError(f"row kind {kind!r} has {len(ROW_KINDS[kind].cols)} columns, got {len(cols)}")
+        if ids is not None:
+            cols = tuple(c if t is None else self._id(t, c) for t, c in zip(ids, cols))
+        rows = self._load_rows
+        if rows is None:
+            rows = self._load_rows = self.rows.setdefault("load-row", [])
+        rows.append((opcode, *cols, *pad))
+
+    def seed(self, k: int, shape: int, dtype: str, rank: int) -> None:
+        """The rows every tensor value ``(Ref k)`` gets after its own (:meth:`add`'s rows
+        ``load-shape``, ``load-dtype``, ``load-rank``, without its per-row lookups)."""
+        dt = self._id("load-str", dtype)
+        rows = self._load_rows
+        if rows is None:
+            rows = self._load_rows = self.rows.setdefault("load-row", [])
+        rows += ((_SEED_SHAPE, k, shape, *_SEED_PAD), (_SEED_DTYPE, k, dt, *_SEED_PAD),
+                 (_SEED_RANK, k, rank, *_SEED_PAD))
 
     def _id(self, table: str, value: Any) -> int:
         key = (table, value)
@@ -138,9 +169,11 @@ class _Builder:
         self.n = 0  # next handle id for Ref
         self.lit: dict[tuple, int] = {}
         self.dims: dict[Any, int] = {}
+        self.static_shapes: dict[tuple[int, ...], int] = {}  # a shape of ints -> its DL handle (most values' shape repeats)
         self.lists: dict[tuple, int] = {}
         self.opaque: dict[str, OpaqueCall] = {}
         self.floats: dict[str, Any] = {}  # CSymFloat keys -> their expressions (terms.Encoding.floats)
+        self._args = self._arg_forms()
 
     # ---- handles
     def _new_ref(self) -> int:
@@ -255,34 +288,37 @@ class _Builder:
         return j
 
     def shape(self, shape: tuple) -> int:
-        return self._list("D", tuple(self.dim(e) for e in shape))
+        static = all(type(e) is int for e in shape)  # exactly ints: a bool or float extent still raises in dim
+        if static:
+            j = self.static_shapes.get(shape)
+            if j is not None:
+                return j  # its extents and cells were all interned the first time
+        j = self._list("D", tuple(self.dim(e) for e in shape))
+        if static:
+            self.static_shapes[shape] = j
+        return j
 
     def arg(self, kind: str, a: Any) -> Any:
-        if kind in ("T", "f"):
-            return self.operand(a)
-        if kind == "i":
-            return int(a)
-        if kind == "ints":
-            return self._list("I", tuple(int(x) for x in a))
-        if kind == "shape":
-            return self.shape(tuple(a))
-        if kind == "x":
-            return self.dim(a)
-        if kind == "dtype":
-            return _check_str(a)
-        if kind == "Ts":
-            return self._list("T", tuple(self.operand(t) for t in a))
-        raise IRError(f"unknown argument kind {kind}")
+        f = self._args.get(kind)
+        if f is None:
+            raise IRError(f"unknown argument kind {kind}")
+        return f(a)
+
+    def _arg_forms(self) -> dict[str, Callable[[Any], Any]]:
+        """Per vocabulary argument kind, what its column holds (looked up once per operand)."""
+        return {"T": self.operand, "f": self.operand, "i": int,
+                "ints": lambda a: self._list("I", tuple(int(x) for x in a)),
+                "shape": lambda a: self.shape(tuple(a)), "x": self.dim, "dtype": _check_str,
+                "Ts": lambda a: self._list("T", tuple(self.operand(t) for t in a))}
 
     def define(self, v: Var, table: str, *cols: Any, seed: bool = True) -> None:
         k = self.ref[id(v)] = self._new_ref()
         self.t.add(table, k, *cols)
-        if seed and isinstance(v.type, TensorType):
-            self.t.add("load-shape", k, self.shape(v.type.shape))
-            self.t.add("load-dtype", k, _check_str(v.type.dtype))
-            # capture's rank, as the analysis would derive it: rank conditions (same-rank
+        t = v.type
+        if seed and isinstance(t, TensorType):
+            # with capture's rank, as the analysis would derive it: rank conditions (same-rank
             # broadcasting) then hold in the first analysis iteration instead of after a list walk
-            self.t.add("load-rank", k, len(v.type.shape))
+            self.t.seed(k, self.shape(t.shape), _check_str(t.dtype), len(t.shape))
 
     def run(self) -> Encoding:
         tr = self.trace
@@ -296,9 +332,8 @@ class _Builder:
                 for i, o in enumerate(n.outs):
                     self.define(o, "load-proj", key, tl, i)
                 continue
-            spec = OPS[n.op]
-            cols = [self.arg(kind, a) for kind, a in zip(spec.sig, n.args)]
-            self.define(n.out, _op_table(spec.egg), *cols)
+            cols = [self.arg(kind, a) for kind, a in zip(OPS[n.op].sig, n.args)]
+            self.define(n.out, _OP_ROWS[n.op], *cols)
         roots: list[tuple[str, int | str, int]] = []
         for i, o in enumerate(tr.outputs):
             if isinstance(o, Var):
@@ -343,4 +378,9 @@ def tables(trace: Trace) -> Encoding | None:
 
 
 def tsv(rows: list[tuple]) -> str:
-    return "".join("\t".join(str(c) for c in row) + "\n" for row in rows)
+    """Tab-separated lines, each cell as ``str`` writes it: rows of one width in one formatting
+    call (a 10k-op program writes about 40,000 rows)."""
+    width = len(rows[0]) if rows else 0
+    if any(len(r) != width for r in rows):
+        return "".join("\t".join(map(str, row)) + "\n" for row in rows)
+    return ("\t".join(["%s"] * width) + "\n") * len(rows) % tuple(itertools.chain.from_iterable(rows))

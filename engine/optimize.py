@@ -17,7 +17,7 @@ from .decode import decode, post_order
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
 from .fallible import in_program_order, index_rank
-from .ir import Node, Trace, Var, flat_args
+from .ir import Node, Trace, Var
 from .pool import SessionPool, shared_pool
 from .rule_effects import quiet_rules
 from .session import Budget, PhaseReport, RuleError, SaturationReport, Session, Source, StopReason, rule_location
@@ -150,11 +150,14 @@ def optimize_trace(trace: Trace, sources: Sequence[Source], phases: Sequence[str
     ``skip_unchanged``: where no rule that matched could change a value, the program (each
     term once) is the answer without serializing or extracting (``_plain_program``)."""
     log.register_with_torch()
+    t_check = time.perf_counter()
     if _has_negative_zero(trace):
         return _unoptimized(trace, phases, "the program has a -0.0 constant, which egglog's f64 equality merges "
                                            "with 0.0 (x / -0.0 would become +inf)")
+    t_check = time.perf_counter() - t_check
     sat = saturate_trace(trace, sources, phases, budget=budget, pool=pool, keep_session=keep_session,
                          skip_unchanged=skip_unchanged)
+    sat.timings["encode"] += t_check  # whether the e-graph can hold the program is part of encoding it
     rep, view = sat.report, sat.view
     if rep.conflicts:
         raise conflict_error(rep, sources)
@@ -207,22 +210,23 @@ def _plain_program(trace: Trace, rep: SaturationReport, sources: Sequence[Source
             args = _mapped(n.args, canon)
             kwargs = {k: _mapped(v, canon) for k, v in n.kwargs.items()} if canon and n.kwargs else n.kwargs
             key = None
-            if not is_opaque(n.op):  # each opaque call is a term of its own
-                key = (n.op, _term_key(args), _term_key(tuple(sorted(kwargs.items()))))
+            opaque = is_opaque(n.op)
+            if not opaque:  # each opaque call is a term of its own
+                key = (n.op, _term_key(args), _term_key(tuple(sorted(kwargs.items()))) if kwargs else _NO_KWARGS)
                 prev = first.get(key)
                 if prev is not None:
                     canon.update((id(o), p) for o, p in zip(n.outs, prev.outs))
                     continue
-            if args is not n.args or any(kwargs[k] is not v for k, v in n.kwargs.items()):
+            if args is not n.args or (kwargs is not n.kwargs and any(kwargs[k] is not v for k, v in n.kwargs.items())):
                 n = Node(n.op, args, kwargs, n.outs, n.site)
             if key is not None:
                 first[key] = n
-            rank[id(n)] = pos if is_opaque(n.op) else index_rank(n, trace.index_ranks)
+            rank[id(n)] = pos if opaque else index_rank(n, trace.index_ranks)
             nodes.append(n)
     except (TypeError, RuntimeError):  # an operand that cannot be a key as the e-graph's terms are
         return None
-    if any(v.name in trace.index_ops or v.name in trace.index_ranks for n in trace.nodes for v in n.outs
-           if id(v) in canon):
+    if canon and any(v.name in trace.index_ops or v.name in trace.index_ranks for n in trace.nodes for v in n.outs
+                     if id(v) in canon):
         return None
     outputs = [_mapped(o, canon) for o in trace.outputs]
     writebacks = [(b, _mapped(v, canon)) for b, v in trace.writebacks]
@@ -270,6 +274,13 @@ def _mapped(a: Any, canon: dict[int, Var]) -> Any:
 
 def _term_key(a: Any) -> Any:
     """``a`` as the e-graph tells operands apart: a value by identity, a number by type and sign."""
+    t = type(a)
+    if t is Var:  # the common cases first, by exact type (a subclass takes the general path below)
+        return ("var", id(a))
+    if t is int or t is bool or t is str:
+        return (t.__name__, a)
+    if t is tuple or t is list:
+        return (t.__name__, *map(_term_key, a))
     if isinstance(a, (tuple, list)):
         return (type(a).__name__, *(_term_key(x) for x in a))
     if isinstance(a, Var):
@@ -279,11 +290,22 @@ def _term_key(a: Any) -> Any:
     return (type(a).__name__, a)
 
 
+#: ``_term_key`` of no keyword arguments
+_NO_KWARGS = _term_key(())
+
+
 def _has_negative_zero(trace: Trace) -> bool:
-    for n in trace.nodes:
-        for a in flat_args(n.args, n.kwargs):
-            if type(a) is float and a == 0.0 and math.copysign(1.0, a) < 0:
+    return any(_negative_zero_in(n.args) or (n.kwargs and _negative_zero_in(n.kwargs.values())) for n in trace.nodes)
+
+
+def _negative_zero_in(args: Any) -> bool:
+    """A float -0.0 among ``args``, nested tuples and lists included (``ir.flat_args``' walk)."""
+    for a in args:
+        if isinstance(a, (tuple, list)):
+            if _negative_zero_in(a):
                 return True
+        elif type(a) is float and a == 0.0 and math.copysign(1.0, a) < 0:
+            return True
     return False
 
 

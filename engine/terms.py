@@ -45,17 +45,20 @@ def opaque_template(n: Node) -> tuple[OpaqueCall, list[Var]]:
     """An opaque call with its tensor operands replaced by ``Slot(i)``, and those operands:
     the e-graph holds only the operands, the side table the rest of the call."""
     slots: list[Var] = []
-
-    def tmpl(a: Any) -> Any:
-        if isinstance(a, Var):
-            slots.append(a)
-            return Slot(len(slots) - 1)
-        if isinstance(a, (tuple, list)):
-            return type(a)(tmpl(x) for x in a)
-        return a
-
-    call = OpaqueCall(n.op, tmpl(n.args), {k: tmpl(v) for k, v in n.kwargs.items()}, [o.type for o in n.outs])
+    call = OpaqueCall(n.op, _template(n.args, slots), {k: _template(v, slots) for k, v in n.kwargs.items()},
+                      [o.type for o in n.outs])
     return call, slots
+
+
+def _template(a: Any, slots: list[Var]) -> Any:
+    """``a`` with each Var replaced by its ``Slot`` (appended to ``slots``). A module function, not a
+    closure: a recursive closure is a reference cycle, garbage the collector has to find, per call."""
+    if isinstance(a, Var):
+        slots.append(a)
+        return Slot(len(slots) - 1)
+    if isinstance(a, (tuple, list)):
+        return type(a)(_template(x, slots) for x in a)
+    return a
 
 
 @dataclass

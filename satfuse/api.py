@@ -248,7 +248,7 @@ def optimize_with(engine: Any, fn_or_trace: Callable | Trace, example_args: tupl
         raise TypeError(f"optimize(trace) takes no keyword arguments (got {', '.join(example_kwargs)}); "
                         "satfuse's options go in options=")
     t0 = time.perf_counter()
-    with gc_paused():
+    with gc_paused() as pause:
         if not isinstance(fn_or_trace, Trace):
             timed_import("torch._dynamo")  # capture's tracing imports it on first use: counted as ``import``
         try:
@@ -258,6 +258,7 @@ def optimize_with(engine: Any, fn_or_trace: Callable | Trace, example_args: tupl
             if hint:
                 raise CaptureError(f"{e}\n{hint}") from e
             raise
+    plan.timings["gc"] = pause.collected  # the cycles the compilation left, collected as the pause ended
     account(plan.timings, t0)  # with the one-time costs paid on the way here (importing satfuse.api)
     return plan
 

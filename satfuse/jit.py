@@ -138,10 +138,11 @@ class Jitted:
         from satfuse.startup import account, timed_import
 
         t0 = time.perf_counter()
-        with gc_paused():
+        with gc_paused() as pause:
             timed_import("torch._dynamo")  # capture's tracing imports it on first use: counted as ``import``
             entry = self._plan_for(args, kwargs, key, inputs)
         if entry.plan is not None:
+            entry.plan.timings["gc"] = pause.collected  # the cycles the compilation left
             account(entry.plan.timings, t0)
         return entry
 

@@ -148,3 +148,25 @@ def test_drop_facts_forgets_the_loaders_tables_and_keeps_the_program(cat):
     x = torch.randn(2, 3)
     (got,) = lower(res.trace)(x)
     torch.testing.assert_close(got, torch.cat([(x * 2.5).reshape(3, 2)] * 2))
+
+
+def test_tsv_writes_each_cell_as_str():
+    """One formatting call for rows of one width, a line per row otherwise: the same text."""
+    from satfuse.engine.loader import tsv
+
+    for rows in ([(0, 1, "a b", 2.5)] * 3, [(1,), (2, "x"), ()], []):
+        assert tsv(rows) == "".join("\t".join(str(c) for c in r) + "\n" for r in rows)
+
+
+def test_seed_rows_are_the_rows_add_writes():
+    """``Tables.seed`` writes what three ``Tables.add`` calls would, ids of strings included."""
+    from satfuse.engine.loader import Tables
+
+    a, b = Tables(), Tables()
+    for t in (a, b):
+        t.add("load-input", 0, "x")
+    a.add("load-shape", 0, 7)
+    a.add("load-dtype", 0, "f32")
+    a.add("load-rank", 0, 2)
+    b.seed(0, 7, "f32", 2)
+    assert a.rows == b.rows and a._ids == b._ids

@@ -104,6 +104,48 @@ def test_gc_pauses_nest_across_threads(collector):
     assert gc.isenabled()
 
 
+def test_collection_as_the_pause_ends_is_timed(collector):
+    """The collection the paused work made due runs as the outermost pause ends, timed in its
+    ``collected`` (the ``gc`` stage of a plan's timings); an inner pause, or a collector that was
+    off, collects nothing there."""
+    from satfuse.engine.gcpause import gc_paused
+
+    def cycles():
+        for _ in range(50_000):
+            a: list = []
+            a.append(a)
+
+    gc.enable()
+    log: list[str] = []
+    cb = lambda phase, info: log.append(phase)  # noqa: E731
+    gc.callbacks.append(cb)
+    try:
+        with gc_paused() as outer:
+            with gc_paused() as inner:
+                cycles()
+            assert not log and inner.collected == 0.0
+        assert log[:2] == ["start", "stop"] and outer.collected > 0 and gc.isenabled()
+        gc.disable()
+        with gc_paused() as off:
+            cycles()
+        assert off.collected == 0.0 and not gc.isenabled()
+    finally:
+        gc.callbacks.remove(cb)
+
+
+@pytest.mark.parametrize("path", ["optimize", "jit"])
+def test_gc_is_a_stage(path, collector):
+    """``optimize`` and ``jit`` count the collection their compilation made due as ``gc``."""
+    gc.enable()
+    engine = satfuse.Engine()
+    try:
+        t = _compile(path, engine, lambda x: torch.tanh(x) * 2, torch.randn(4, 8))
+    finally:
+        engine.close()
+    assert t["gc"] >= 0.0
+    assert abs(sum(v for k, v in t.items() if k != "total") - t["total"]) < 1e-6
+
+
 _FIRST_CALL = textwrap.dedent("""
     import json, sys, time
     import torch
