@@ -303,3 +303,35 @@ def test_a_freed_tensor_leaves_no_count_at_its_address() -> None:
     del t
     fresh = [torch.zeros(16) for _ in range(50)]
     assert not [x for x in fresh if _storage_id(x) in rec.sharing]
+
+
+record_mod = importlib.import_module("satfuse.engine.capture.record")
+memo_mod = importlib.import_module("satfuse.engine.capture.fake_memo")
+
+#: programs that repeat (op, geometry) pairs: the memo answers most of their ops
+REPEATS = [
+    ("repeated-blocks", lambda x, w, ln: _block(_block(_block(x, w, ln), w, ln), w, ln),
+     (_r(2, 4, 8), _r(8, 24) / 4, torch.ones(8))),
+    ("repeated-adam", _adam, (_ts(4), _ts(4), _ts(4), [t.abs() for t in _ts(4)], 3)),
+    ("repeated-views", lambda x: [x.view(6, 2).t() * 2 for _ in range(3)] + [x.expand(4, 3).reshape(2, 6)], (_r(4, 3),)),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "args"), REPEATS + [c[:3] for c in CORPUS if c[3] == "recorder"],
+                         ids=[c[0] for c in REPEATS] + [c[0] for c in CORPUS if c[3] == "recorder"])
+def test_fake_memo_changes_no_trace(name, fn, args, monkeypatch) -> None:
+    """The recorder's memo of fake results (``fake_memo.py``) is a shortcut of FakeTensorMode's
+    cache: each program's trace with it is the trace with every op run on the fake mode, and on
+    programs that repeat their ops it answers most of them."""
+    made = []
+    real_made = memo_mod.FakeMemo._made
+    with monkeypatch.context() as m:
+        m.setattr(memo_mod.FakeMemo, "_made", lambda self, *a: made.append(1) or real_made(self, *a))
+        got, with_memo = _capture(fn, args, True, monkeypatch)
+    with monkeypatch.context() as m:
+        m.setattr(record_mod, "_memo", lambda fakes: record_mod._call)
+        _, without = _capture(fn, args, True, monkeypatch)
+    assert with_memo == without, f"{with_memo[0]}\n---\n{without[0]}"
+    assert got is not None and got.tracer == "recorder"
+    if name in {r[0] for r in REPEATS}:
+        assert len(made) >= len(got.trace.nodes) // 3, (len(made), len(got.trace.nodes))
