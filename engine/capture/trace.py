@@ -12,7 +12,6 @@ converted op by op (``convert.py``), and the ShapeEnv's assumptions become guard
 from __future__ import annotations
 
 import functools
-import gc
 import inspect
 import math
 import time
@@ -252,7 +251,7 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
     """
     kwargs = {**(call_kwargs or {}), **example_kwargs}
     _strided_only(fn, example_inputs, kwargs)
-    with TRACING, _generators_untouched(fn), _young_gc_only():
+    with TRACING, _generators_untouched(fn):
         if not symbolic_floats:
             return _capture(fn, example_inputs, kwargs, dynamic, name, None)
         try:
@@ -260,20 +259,6 @@ def capture(fn: Callable, *example_inputs: Any, dynamic: bool | Sequence[Any] = 
         except _SpecializeFloats as again:
             log.capture.info("floats %s are guarded constants: %s", sorted(again.positions), again.why)
             return _capture(fn, example_inputs, kwargs, dynamic, name, again.positions)
-
-
-@contextmanager
-def _young_gc_only() -> Iterator[None]:
-    """Python's cyclic collector collects only its young generations while capture runs. A capture
-    keeps every op's fake tensors and nodes alive until it ends, and each full collection walks them
-    all: at 10k ops a sixth of capture's time went to full collections that found next to nothing,
-    while the young ones still free the short-lived cycles tracing makes."""
-    young, middle, old = gc.get_threshold()
-    gc.set_threshold(young, middle, 2**31 - 1)
-    try:
-        yield
-    finally:
-        gc.set_threshold(young, middle, old)
 
 
 def _strided_only(fn: Callable, example_inputs: tuple, kwargs: dict) -> None:
