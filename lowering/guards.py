@@ -561,9 +561,9 @@ def _loop(body: list[str], run: list[tuple], ins: list[Var], group: int) -> None
     first, last = run[0][0], run[-1][0]
     key = run[0][3]
     span = f"inputs {first}-{last} ({ins[first].name} to {ins[last].name})"
-    shapes = [tuple(ins[i].type.shape) for i, *_ in run]
     each = f"enumerate(inputs[{first}:{last + 1}], {group})"
-    if _EACH_SHAPE not in key:  # no static shape in the tests
+    shapes = [tuple(ins[i].type.shape) for i, *_ in run] if _EACH_SHAPE in key else []  # scalars have none
+    if not shapes:  # no static shape in the tests
         body.append(f"    # {span}: {ins[first].type}")
     elif len(set(shapes)) == 1:
         key = key.replace(_EACH_SHAPE, repr(shapes[0]))

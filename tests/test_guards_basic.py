@@ -219,3 +219,15 @@ def test_a_run_of_inputs_of_several_shapes_zips_their_shapes():
         pro(ok[:3] + [torch.zeros(4)] + ok[4:])
     short = build_prologue(trace(_many(["4"] * 7)))  # below the run length: one if each, as before
     assert "for " not in short.source and short.source.count("if not (") == 9
+
+
+def test_a_run_of_scalar_inputs_is_one_loop():
+    """A backward graph's many int sizes in a row (conv2d's under dynamic=True) are a run with no
+    shape: the loop tests each one's kind (a run once read shapes of scalars and failed to plan)."""
+    args = ", ".join(f'n{i}: "int 3"' for i in range(9))
+    pro = build_prologue(trace(f'def f(w: "f32[4]", {args}):\n  c = add(w, w)  # f32[4]\n  return (c,)\n'))
+    assert "for k, x in enumerate(inputs[1:10], 2):" in pro.source
+    ok = [torch.zeros(4)] + [3] * 9
+    assert pro(ok) == {}
+    with pytest.raises(GuardError, match=re.escape("n4 is an int")):
+        pro(ok[:5] + [3.0] + ok[6:])
