@@ -173,7 +173,6 @@ class _Builder:
         self.lists: dict[tuple, int] = {}
         self.opaque: dict[str, OpaqueCall] = {}
         self.floats: dict[str, Any] = {}  # CSymFloat keys -> their expressions (terms.Encoding.floats)
-        self._args = self._arg_forms()
 
     # ---- handles
     def _new_ref(self) -> int:
@@ -299,17 +298,10 @@ class _Builder:
         return j
 
     def arg(self, kind: str, a: Any) -> Any:
-        f = self._args.get(kind)
+        f = _ARG_FORMS.get(kind)
         if f is None:
             raise IRError(f"unknown argument kind {kind}")
-        return f(a)
-
-    def _arg_forms(self) -> dict[str, Callable[[Any], Any]]:
-        """Per vocabulary argument kind, what its column holds (looked up once per operand)."""
-        return {"T": self.operand, "f": self.operand, "i": int,
-                "ints": lambda a: self._list("I", tuple(int(x) for x in a)),
-                "shape": lambda a: self.shape(tuple(a)), "x": self.dim, "dtype": _check_str,
-                "Ts": lambda a: self._list("T", tuple(self.operand(t) for t in a))}
+        return f(self, a)
 
     def define(self, v: Var, table: str, *cols: Any, seed: bool = True) -> None:
         k = self.ref[id(v)] = self._new_ref()
@@ -348,6 +340,16 @@ class _Builder:
         enc = Encoding([], self.ref, roots, self.opaque, self.floats)
         enc.tables = self.t
         return enc
+
+
+#: per vocabulary argument kind, what its column holds (one lookup per operand; functions of the
+#: builder, not its bound methods kept on it: that would make every builder a reference cycle)
+_ARG_FORMS: dict[str, Callable[[_Builder, Any], Any]] = {
+    "T": _Builder.operand, "f": _Builder.operand, "i": lambda b, a: int(a),
+    "ints": lambda b, a: b._list("I", tuple(int(x) for x in a)),
+    "shape": lambda b, a: b.shape(tuple(a)), "x": _Builder.dim, "dtype": lambda b, a: _check_str(a),
+    "Ts": lambda b, a: b._list("T", tuple(b.operand(t) for t in a)),
+}
 
 
 class _Unloadable(Exception):
