@@ -308,20 +308,22 @@ def _node_symbols(n: Node, memo: dict[int, set[sympy.Symbol]] | None = None) -> 
             got = memo[id(n)] = _node_symbols(n)
         return got
     out: set[sympy.Symbol] = set()
-
-    def walk(x: Any) -> None:
-        if isinstance(x, _PLAIN):
-            return
-        if isinstance(x, (tuple, list)):
-            for y in x:
-                walk(y)
-        elif isinstance(x, sympy.Basic):
-            out.update(x.free_symbols)
-
-    walk(n.args)
+    _add_symbols(n.args, out)
     if n.kwargs:
-        walk(list(n.kwargs.values()))
+        _add_symbols(list(n.kwargs.values()), out)
     return out
+
+
+def _add_symbols(x: Any, out: set[sympy.Symbol]) -> None:
+    """The symbols of ``x``'s extents into ``out`` (a module function: a recursive closure is a
+    reference cycle per call, which kept each node's set alive for the collector)."""
+    if isinstance(x, _PLAIN):
+        return
+    if isinstance(x, (tuple, list)):
+        for y in x:
+            _add_symbols(y, out)
+    elif isinstance(x, sympy.Basic):
+        out.update(x.free_symbols)
 
 
 # ---------------------------------------------------------------------- the plan
