@@ -220,14 +220,18 @@ class Node:
         return self.outs[0]
 
     def inputs(self) -> list[Var]:
-        if not self.kwargs:  # the common case, memoized on the (immutable) args tuple
-            cached = self.__dict__.get("_inputs")
-            if cached is not None and cached[0] is self.args:
-                return list(cached[1])
-            ins = [a for a in flat_args(self.args) if isinstance(a, Var)]
-            self.__dict__["_inputs"] = (self.args, ins)
-            return list(ins)
-        return [a for a in flat_args(self.args, self.kwargs) if isinstance(a, Var)]
+        """The Vars among the arguments, in order (a new list). Memoized on the (immutable) args
+        tuple and the keyword values by identity, where no keyword holds a list (which could change
+        in place): lowering asks each node many times (170k calls for a 10k-op model)."""
+        kw = tuple(self.kwargs.values()) if self.kwargs else ()
+        cached = self.__dict__.get("_inputs")
+        if cached is not None and cached[0] is self.args and len(cached[1]) == len(kw) and all(
+                a is b for a, b in zip(cached[1], kw)):
+            return list(cached[2])
+        ins = [a for a in flat_args(self.args, self.kwargs) if isinstance(a, Var)]
+        if not any(_holds_list(v) for v in kw):
+            self.__dict__["_inputs"] = (self.args, kw, ins)
+        return list(ins)
 
 
 
@@ -241,6 +245,10 @@ def dense_order(size: Sequence[int], stride: Sequence[int]) -> list[int] | None:
             return None
         expect *= size[i]
     return order
+
+def _holds_list(v: Any) -> bool:
+    return isinstance(v, list) or (isinstance(v, tuple) and any(_holds_list(x) for x in v))
+
 
 def flat_args(args: Iterable, kwargs: dict | None = None) -> Iterable[Any]:
     for a in itertools.chain(args, (kwargs or {}).values()):
