@@ -98,17 +98,15 @@ def opaque_aliasing(op: str) -> list[bool]:
     return [r.alias_info is not None for r in schema.returns] or [False]
 
 
-def may_alias_nodes(trace: Trace, nodes: list[Node], ins_of: dict[int, list[Var]] | None = None
-                    ) -> dict[int, frozenset[int]]:
-    """id(var) -> ids of the input Vars whose (old) storage the value may share (``ins_of``: each
-    node's ``inputs()``, where the caller has them)."""
+def may_alias_nodes(trace: Trace, nodes: list[Node]) -> dict[int, frozenset[int]]:
+    """id(var) -> ids of the input Vars whose (old) storage the value may share."""
     al: dict[int, frozenset[int]] = {}
     for v in trace.inputs:
         if isinstance(v.type, TensorType):
             al[id(v)] = frozenset({id(v)})
     for n in nodes:
         src: frozenset[int] = frozenset()
-        for v in (ins_of[id(n)] if ins_of is not None else n.inputs()):
+        for v in n.inputs():
             src |= al.get(id(v), frozenset())
         if not src:
             continue
@@ -171,12 +169,11 @@ def partition(trace: Trace, nodes: list[Node] | None = None, guarded: frozenset[
     group_of: dict[int, int] = {}  # id(var) -> producing group
     cur: int | None = None
     last_fallible = -1  # the newest group holding an op that may raise on data
-    ins_of = {id(n): n.inputs() for n in nodes}  # each node's, once (the passes below ask again)
-    why = {id(n): fallback_reason(n, ins_of[id(n)]) for n in nodes}
+    why = {id(n): fallback_reason(n) for n in nodes}  # each node's, once (free_views asks too)
     raises = _can_raise_by_op()
     free = free_views(nodes, why)  # id(var) -> the view node: placed after the greedy pass
     for n in nodes:
-        ins = ins_of[id(n)]
+        ins = n.inputs()
         mask = 0
         for v in ins:
             mask |= deps.get(id(v), 0)
@@ -220,10 +217,10 @@ def partition(trace: Trace, nodes: list[Node] | None = None, guarded: frozenset[
         for o in n.outs:
             deps[id(o)] = mask
             group_of[id(o)] = g
-    _place_free_views(trace, nodes, free, groups, kinds, reasons, group_of, ins_of)
+    _place_free_views(trace, nodes, free, groups, kinds, reasons, group_of)
     fallible = {g for g, ns in enumerate(groups) if any(raises(n) for n in ns)}
-    order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of, ins_of), fallible, ins_of)
-    return _make_steps(trace, groups, kinds, reasons, order, set(free), ins_of)
+    order = _toposort(groups, group_of, _blocking(trace, nodes, groups, kinds, group_of), fallible)
+    return _make_steps(trace, groups, kinds, reasons, order, set(free))
 
 
 def free_views(nodes: list[Node], why: dict[int, str | None] | None = None) -> dict[int, Node]:
@@ -256,8 +253,7 @@ def _can_raise_by_op() -> Any:
 
 
 def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], groups: list[list[Node]],
-                      kinds: list[str], reasons: dict[int, str], group_of: dict[int, int],
-                      ins_of: dict[int, list[Var]]) -> None:
+                      kinds: list[str], reasons: dict[int, str], group_of: dict[int, int]) -> None:
     """Put each free view where it is read: inside every segment that reads it (with the free
     views it is a view of), and as a torch view step for everyone else."""
     if not free:
@@ -276,7 +272,7 @@ def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], gr
     for g in range(len(groups)):
         if kinds[g] != "segment":
             for n in groups[g]:
-                torch_views += [m for v in ins_of[id(n)] for m in chain(v)]
+                torch_views += [m for v in n.inputs() for m in chain(v)]
             continue
         inside: dict[int, Node] = {}
         for n in groups[g]:
@@ -301,17 +297,17 @@ def _place_free_views(trace: Trace, nodes: list[Node], free: dict[int, Node], gr
 
 
 def _blocking(trace: Trace, nodes: list[Node], groups: list[list[Node]], kinds: list[str],
-              group_of: dict[int, int], ins_of: dict[int, list[Var]]) -> dict[int, set[int]]:
+              group_of: dict[int, int]) -> dict[int, set[int]]:
     """group -> groups that read the old value of a buffer this group computes the new value of.
 
     Running those readers first lets the write-back alias in place (see ``writeback.py``)."""
     if not trace.writebacks:
         return {}
-    al = may_alias_nodes(trace, nodes, ins_of)
+    al = may_alias_nodes(trace, nodes)
     readers: dict[int, set[int]] = {}
     for g, ns in enumerate(groups):
         for n in ns:
-            for v in (data_inputs(n) if kinds[g] == "segment" else ins_of[id(n)]):
+            for v in (data_inputs(n) if kinds[g] == "segment" else n.inputs()):
                 for b in al.get(id(v), ()):
                     readers.setdefault(b, set()).add(g)
     out: dict[int, set[int]] = {}
@@ -323,8 +319,7 @@ def _blocking(trace: Trace, nodes: list[Node], groups: list[list[Node]], kinds: 
 
 
 def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict[int, set[int]],
-              fallible: set[int] = frozenset(),  # type: ignore[assignment]
-              ins_of: dict[int, list[Var]] | None = None) -> list[int]:
+              fallible: set[int] = frozenset()) -> list[int]:  # type: ignore[assignment]
     """Kahn's algorithm, smallest group first, except that a group that may raise on data runs
     as soon as it is ready (so the plan's writes can all come after it: ``checks.py``), and a
     group computing a buffer's new value waits (when something else is ready) for the groups
@@ -332,7 +327,7 @@ def _toposort(groups: list[list[Node]], group_of: dict[int, int], blocking: dict
     preds: list[set[int]] = [set() for _ in groups]
     for g, ns in enumerate(groups):
         for n in ns:
-            for v in (ins_of[id(n)] if ins_of is not None else n.inputs()):
+            for v in n.inputs():
                 p = group_of.get(id(v))
                 if p is not None and p != g:
                     preds[g].add(p)
@@ -390,14 +385,13 @@ def _kahn(groups: list[list[Node]], preds: list[set[int]], blocking: dict[int, s
 
 
 def _make_steps(trace: Trace, groups: list[list[Node]], kinds: list[str], reasons: dict[int, str],
-                order: list[int], free: set[int] = frozenset(),  # type: ignore[assignment]
-                ins_of: dict[int, list[Var]] | None = None) -> list[Step]:
+                order: list[int], free: set[int] = frozenset()) -> list[Step]:  # type: ignore[assignment]
     """``free``: ids of free views; a segment re-derives those it reads and never exports them."""
     # where each value is used: by which group, or outside every group (outputs, write-backs)
     used_outside: dict[int, set[int]] = {}
     for g, ns in enumerate(groups):
         for n in ns:
-            reads = data_inputs(n) if kinds[g] == "segment" else (ins_of[id(n)] if ins_of is not None else n.inputs())
+            reads = data_inputs(n) if kinds[g] == "segment" else n.inputs()
             for v in reads:
                 used_outside.setdefault(id(v), set()).add(g)
     exported: set[int] = {id(o) for o in trace.outputs if isinstance(o, Var)}
