@@ -179,15 +179,14 @@ assert not (set(OPS) - set(SUPPORT)), set(OPS) - set(SUPPORT)
 assert set(REDUCTIONS) <= set(SUPPORT)
 
 
-def _tensor_types(node: Node, ins: list[Var]) -> list[TensorType]:
-    ts = [v.type for v in ins if isinstance(v.type, TensorType)]
+def _tensor_types(node: Node) -> list[TensorType]:
+    ts = [v.type for v in node.inputs() if isinstance(v.type, TensorType)]
     ts += [o.type for o in node.outs if isinstance(o.type, TensorType)]
     return ts
 
 
-def fallback_reason(node: Node, ins: list[Var] | None = None) -> str | None:
-    """None when the node fuses; else a short reason (shown in plans and stats). ``ins``: the
-    node's ``inputs()``, where the caller has them."""
+def fallback_reason(node: Node) -> str | None:
+    """None when the node fuses; else a short reason (shown in plans and stats)."""
     op = node.op
     if is_opaque(op):
         return "opaque torch op"
@@ -196,8 +195,7 @@ def fallback_reason(node: Node, ins: list[Var] | None = None) -> str | None:
         return f"unknown op {op}"
     if not row.fusible:
         return f"{row.note} ({row.source})"
-    ins = node.inputs() if ins is None else ins
-    for t in _tensor_types(node, ins):
+    for t in _tensor_types(node):
         if t.dtype not in NVF_DTYPES:
             return f"dtype {t.dtype} has no nvFuser DataType"
     args = node.args
@@ -229,7 +227,7 @@ def fallback_reason(node: Node, ins: list[Var] | None = None) -> str | None:
             return "cat of non-tensors"
     elif op in ("reshape", "broadcast_in_dim", "full"):
         pass
-    if op not in ("full", "iota") and not any(isinstance(a, Var) and a.is_tensor for a in ins):
+    if op not in ("full", "iota") and not any(isinstance(a, Var) and a.is_tensor for a in node.inputs()):
         return "no tensor operand"
     return None
 

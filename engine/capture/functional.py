@@ -934,8 +934,9 @@ class EagerRewrites(_OverlapCheck):
                 self.inputs.setdefault(_storage_id(x), []).append((i, x))
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if func is _DEVICE and len(args) == 1 and type(args[0]) is FakeTensor:
-            return fake_device(args[0])
+        dev = fake_device(func, args)
+        if dev is not None:
+            return dev
         if functional_variant(func) is None or func._overloadpacket.__name__.startswith("_foreach_"):
             return self._dispatch(func, args, kwargs or {})
         # the node functionalization makes for this in-place op's value says so (inplace.INPLACE_OF):
@@ -1137,10 +1138,14 @@ def _add_leaves(x: Any, out: list[Any]) -> None:
         out.append(x)
 
 
-def fake_device(t: FakeTensor) -> torch.device:
-    """``t.device`` as the fake mode answers it. C++ asks ``prim.device`` of a fake tensor for nearly
-    every op a decomposition calls (28 of the 61 dispatches of a GPT-style block's matmuls, splits
-    and views): no mode checks, records or changes it, so it is answered before them."""
+def fake_device(func: Any, args: tuple) -> torch.device | None:
+    """The answer to ``prim.device`` of a fake tensor, as the fake mode gives it (None for any other
+    call). C++ asks it for nearly every op a decomposition calls (28 of the 61 dispatches of a
+    GPT-style block's matmuls, splits and views): no mode checks, records or changes it, so the
+    top modes answer it before their own work."""
+    if func is not _DEVICE or len(args) != 1 or type(args[0]) is not FakeTensor:
+        return None
+    t = args[0]
     return torch.device("meta") if t.fake_mode.in_kernel_invocation else t.fake_device
 
 

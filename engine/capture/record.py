@@ -39,6 +39,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 from .fake_memo import FakeMemo
 from .functional import (
+    _DEVICE,
     AliasInfo,
     EagerRewrites,
     FunctionalGraph,
@@ -143,7 +144,6 @@ def _aliases(fakes: Sequence[Any], outs: Sequence[Any]) -> list[AliasInfo | None
 
 #: per (op, device type): autograd would have run the op's CompositeImplicitAutograd kernel
 _DECOMPOSES: dict[tuple[Any, str], bool] = {}
-_DEVICE = torch.ops.prim.device.default
 #: ops the recorder passes through unrecorded (make_fx's proxy mode does too)
 _UNRECORDED = frozenset({_DEVICE})
 _METADATA = (aten.size.default, aten.stride.default, aten.storage_offset.default)
@@ -212,8 +212,9 @@ class _Recorder(TorchDispatchMode):
         return a
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if func is _DEVICE and len(args) == 1 and type(args[0]) is FakeTensor:
-            return fake_device(args[0])
+        dev = fake_device(func, args)
+        if dev is not None:
+            return dev
         kwargs = kwargs or {}
         outer = self.original is None
         if outer:
