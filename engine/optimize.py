@@ -17,7 +17,7 @@ from .decode import decode, post_order
 from .egraph import EGraphView
 from .extract import Extraction, class_infos, extract, node_costs
 from .fallible import in_program_order, index_rank
-from .ir import Node, Trace, Var
+from .ir import Node, Trace, Var, flat_args
 from .pool import SessionPool, shared_pool
 from .rule_effects import quiet_rules
 from .session import Budget, PhaseReport, RuleError, SaturationReport, Session, Source, StopReason, rule_location
@@ -295,17 +295,10 @@ _NO_KWARGS = _term_key(())
 
 
 def _has_negative_zero(trace: Trace) -> bool:
-    return any(_negative_zero_in(n.args) or (n.kwargs and _negative_zero_in(n.kwargs.values())) for n in trace.nodes)
-
-
-def _negative_zero_in(args: Any) -> bool:
-    """A float -0.0 among ``args``, nested tuples and lists included (``ir.flat_args``' walk)."""
-    for a in args:
-        if isinstance(a, (tuple, list)):
-            if _negative_zero_in(a):
+    for n in trace.nodes:
+        for a in flat_args(n.args, n.kwargs):
+            if type(a) is float and a == 0.0 and math.copysign(1.0, a) < 0:
                 return True
-        elif type(a) is float and a == 0.0 and math.copysign(1.0, a) < 0:
-            return True
     return False
 
 
