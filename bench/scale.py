@@ -3,6 +3,7 @@
     python bench/scale.py                                  # chain, adam, blocks at 1k and 10k ops
     python bench/scale.py --ops 1000 10000 30000 100000 --families chain
     python bench/scale.py --ops 1000 3000 --families blocks --timeout 300
+    python bench/scale.py --ops 10000 --tracer functional  # capture through make_fx, as before the recorder
 
 Three families (the issue-17 programs): ``chain`` (an elementwise chain with a reduction every
 eight ops), ``adam`` (a hand-written Adam step over K tensors, 23 ops each) and ``blocks`` (K
@@ -36,8 +37,12 @@ import json, resource, sys, time, gc
 import torch
 import satfuse
 
-family, k = sys.argv[1], int(sys.argv[2])
+family, k, tracer = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.manual_seed(0)
+if tracer == "functional":  # the recorder declines every program: capture traces through make_fx
+    import importlib
+    _capture = importlib.import_module("satfuse.engine.capture.trace")
+    _capture.recorded = lambda flat_fn, fakes: None
 
 def chain(x):
     for i in range(k):
@@ -107,16 +112,17 @@ except AssertionError:
         if isinstance(r, torch.Tensor) and r.is_floating_point():
             err, eager_err = (g.double() - r).abs().max().item(), (w.double() - r).abs().max().item()
             assert err <= 2 * eager_err + 1e-6, f"{err} from float64, eager {eager_err}"
-print(json.dumps({"ops": len(plan.captured.trace.nodes), "total": total, "timings": plan.timings,
+assert tracer == "recorder" or plan.captured.tracer != "recorder", plan.captured.tracer
+print(json.dumps({"ops": len(plan.captured.trace.nodes), "tracer": plan.captured.tracer, "total": total, "timings": plan.timings,
                   "extra_mib": (peak - base) / 1024}))
 '''
 
 OWN = ("load", "encode", "saturate", "serialize", "extract", "decode", "lower")
 
 
-def run_point(family: str, ops: int, timeout: float) -> dict:
+def run_point(family: str, ops: int, timeout: float, tracer: str = "recorder") -> dict:
     k = max(1, round(ops / OPS_PER_UNIT[family]))
-    return run_child(_CHILD, [family, str(k)], timeout, {"OMP_NUM_THREADS": "1"})
+    return run_child(_CHILD, [family, str(k), tracer], timeout, {"OMP_NUM_THREADS": "1"})
 
 
 def slope(points: list[tuple[float, float]]) -> float | None:
@@ -134,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ops", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--families", nargs="+", default=["chain", "adam", "blocks"], choices=sorted(OPS_PER_UNIT))
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per point")
+    ap.add_argument("--tracer", choices=("recorder", "functional"), default="recorder",
+                    help="capture's tracer: the recorder where it applies (what optimize does), or always "
+                         "functionalization through make_fx (the tracer capture falls back to, and the only one "
+                         "before the recorder): the same program and stages after capture")
     args = ap.parse_args(argv)
     print(f"{'family':8} {'ops':>7} {'total s':>8} {'capture':>8} {'own':>7} {'own/cap':>7} {'saturate':>8} "
           f"{'extract':>8} {'lower':>7} {'+MiB':>7}")
@@ -141,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     for fam in args.families:
         pts = []
         for n in args.ops:
-            r = run_point(fam, n, args.timeout)
+            r = run_point(fam, n, args.timeout, args.tracer)
             if "error" in r:
                 ok = False
                 print(f"{fam:8} {n:>7} {r['error']}")

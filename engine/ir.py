@@ -223,11 +223,15 @@ class Node:
         """The Vars among the arguments, in order (a new list). Memoized on the (immutable) args
         tuple and the keyword values by identity, where no keyword holds a list (which could change
         in place): lowering asks each node many times (170k calls for a 10k-op model)."""
-        kw = tuple(self.kwargs.values()) if self.kwargs else ()
         cached = self.__dict__.get("_inputs")
-        if cached is not None and cached[0] is self.args and len(cached[1]) == len(kw) and all(
-                a is b for a, b in zip(cached[1], kw)):
-            return list(cached[2])
+        if cached is not None and cached[0] is self.args:
+            kwargs = self.kwargs
+            if not kwargs:
+                if not cached[1]:
+                    return list(cached[2])
+            elif len(cached[1]) == len(kwargs) and all(a is b for a, b in zip(cached[1], kwargs.values())):
+                return list(cached[2])
+        kw = tuple(self.kwargs.values()) if self.kwargs else ()
         ins = [a for a in flat_args(self.args, self.kwargs) if isinstance(a, Var)]
         if not any(_holds_list(v) for v in kw):
             self.__dict__["_inputs"] = (self.args, kw, ins)

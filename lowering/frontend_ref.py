@@ -396,7 +396,16 @@ def _fits(buf: torch.Tensor, args: list) -> bool:
             shapes.append(a.shape)
         elif isinstance(a, complex):
             return False
-    return torch.broadcast_shapes(*shapes) == buf.shape
+    # buf's shape is among them: the result has it exactly when every operand broadcasts to it
+    # (``torch.broadcast_shapes``, with its symbolic-shape checks, was half of an Adam step's run)
+    target = buf.shape
+    return all(s == target or _broadcasts_to(s, target) for s in shapes)
+
+
+def _broadcasts_to(shape: torch.Size, target: torch.Size) -> bool:
+    if len(shape) > len(target):
+        return False
+    return all(a == 1 or a == b for a, b in zip(reversed(shape), reversed(target)))
 
 
 def _elementwise(name: str, torch_fn: Callable) -> Callable:
