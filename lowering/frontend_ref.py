@@ -105,6 +105,7 @@ class FusionDefinition:
     def __init__(self) -> None:
         self._prog: list[tuple[Callable, tuple, dict, int, tuple[Any, int] | None]] = []
         self._inputs: list[tuple[Val, tuple]] = []
+        self._input_ids: set[int] = set()  # id of each input Val: an alias source is looked up (once per output)
         self._outputs: list[Val] = []
         self._aliases: list[tuple[Val, Val]] = []
         self._n = 0
@@ -151,12 +152,14 @@ class FusionDefinition:
             raise FrontendError("CPU non-scalar tensor is not supported!")
         v = self._new("tensor")
         self._inputs.append((v, ("tensor", list(shape), dtype)))
+        self._input_ids.add(id(v))
         return v
 
     def define_scalar(self, value: Any = None, dtype: DataType | None = None) -> Any:
         if value is None:
             v = self._new("scalar")
             self._inputs.append((v, ("scalar", dtype or DataType.Double)))
+            self._input_ids.add(id(v))
             return v
         return _scalar_cast(value, dtype) if dtype is not None else value
 
@@ -167,7 +170,7 @@ class FusionDefinition:
         if alias_input is None:
             self._outputs.append(output)
             return
-        if not any(alias_input is v for v, _ in self._inputs) or alias_input.kind != "tensor":
+        if id(alias_input) not in self._input_ids or alias_input.kind != "tensor":
             raise FrontendError("alias source can only be a fusion input")
         self._aliases.append((output, alias_input))
 
@@ -246,9 +249,11 @@ class FusionDefinition:
                 raise FrontendError(f"aliased output {tuple(val.shape)} {val.dtype} does not match its input "
                                     f"{tuple(buf.shape)} {buf.dtype}")
             buf.copy_(val)
-        for o, inp in self._aliases:  # a visible alias output is the input buffer itself
+        if self._aliases and self._outputs:  # a visible alias output is the input buffer itself
+            buffer_of = {id(o): inp for o, inp in self._aliases}
             for i, p in enumerate(self._outputs):
-                if p is o:
+                inp = buffer_of.get(id(p))
+                if inp is not None:
                     outs[i] = slots[inp.idx]
         return outs
 
