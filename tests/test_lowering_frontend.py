@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from satfuse.lowering.frontend_ref import DataType, FrontendError, FusionDefinition
+from satfuse.lowering.frontend_ref import DataType, FrontendError, FusionDefinition, _fits
 
 
 def test_promotion_follows_nvfuser():
@@ -92,3 +92,33 @@ def test_symbolic_scalars_sizes_and_shape_ops():
         fd.add_output(fd.ops.slice(x, start_indices=[n], end_indices=[fd.ops.size(x, 0)]))
     b, io, s = fd.execute([torch.arange(3.0), 2])
     assert b.shape == (5, 3) and io.tolist() == [0, 1, 2, 3, 4] and s.tolist() == [2.0]
+
+
+def test_a_dying_operand_takes_the_result_only_at_the_results_shape():
+    """An elementwise op may write into an operand read last there, where the result has that
+    operand's shape; an operand that broadcasts (fewer dims, or a 1 where the result has more)
+    cannot hold the result."""
+    with FusionDefinition() as fd:
+        x = fd.define_tensor(shape=[3, 4], contiguity=[True, True], dtype=DataType.Float)
+        row = fd.define_tensor(shape=[1, 4], contiguity=[None, True], dtype=DataType.Float)
+        col = fd.define_tensor(shape=[3, 1], contiguity=[True, None], dtype=DataType.Float)
+        v = fd.define_tensor(shape=[4], contiguity=[True], dtype=DataType.Float)
+        full = fd.ops.add(fd.ops.exp(x), v)  # exp(x) dies here at the result's shape
+        wide = fd.ops.add(fd.ops.exp(v), x)  # exp(v) is [4]: the result is [3, 4]
+        grid = fd.ops.add(fd.ops.exp(row), col)  # exp(row) is [1, 4]: the result is [3, 4]
+        fd.add_output(full)
+        fd.add_output(wide)
+        fd.add_output(grid)
+    xs = [torch.randn(3, 4), torch.randn(1, 4), torch.randn(3, 1), torch.randn(4)]
+    got = fd.execute(xs)
+    x, row, col, v = xs
+    want = [x.exp() + v, v.exp() + x, row.exp() + col]
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        torch.testing.assert_close(g, w)
+    # the decision itself: torch's out= would resize a too-small buffer and still compute the
+    # right values, so the test asks the function execute asks
+    a, r, c, w = torch.empty(3, 4), torch.empty(1, 4), torch.empty(3, 1), torch.empty(4)
+    assert _fits(a, [a, w]) and _fits(a, [a, r]) and _fits(a, [c, a])
+    assert not _fits(w, [w, a]) and not _fits(r, [r, c]) and not _fits(c, [c, r])
+    assert not _fits(w, [w, torch.empty(5)])  # shapes that do not broadcast: no buffer takes it
