@@ -356,31 +356,56 @@ def _chained(preds: list[set[int]], chain: list[int], fallible: set[int]) -> lis
 
 def _kahn(groups: list[list[Node]], preds: list[set[int]], blocking: dict[int, set[int]],
           fallible: set[int]) -> list[int] | None:
-    """The order of :func:`_toposort` for these predecessor sets; None on a cycle."""
+    """The order of :func:`_toposort` for these predecessor sets; None on a cycle. Of the ready
+    groups it takes the smallest fallible one, else the smallest whose blockers have all run,
+    else the smallest. Each kind is its own heap, and a blocked group moves to the second as its
+    last blocker runs (choosing by a sorted scan of every ready group was quadratic: 4,000
+    independent torch calls spent 0.5 s here)."""
     succs: list[set[int]] = [set() for _ in groups]
     for g, ps in enumerate(preds):
         for p in ps:
             succs[p].add(g)
     indeg = [len(p) for p in preds]
-    ready = [g for g in range(len(groups)) if indeg[g] == 0]
-    heapq.heapify(ready)
+    waits = {h: len(bs) for h, bs in blocking.items() if bs}  # blockers not run yet
+    held_by: dict[int, list[int]] = {}  # blocker -> the groups it holds
+    for h, bs in blocking.items():
+        for b in bs:
+            held_by.setdefault(b, []).append(h)
+    fall: list[int] = []  # ready and fallible
+    free: list[int] = []  # ready, not fallible, nothing holds it
+    held: list[int] = []  # ready, not fallible, held (an entry is stale once the group moved to free)
+    moved: set[int] = set()
+
+    def make_ready(h: int) -> None:
+        heapq.heappush(fall if h in fallible else held if waits.get(h) else free, h)
+
+    for g in range(len(groups)):
+        if indeg[g] == 0:
+            make_ready(g)
     order: list[int] = []
-    done: set[int] = set()
-    while ready:
-        g = next((h for h in sorted(ready) if h in fallible), None)
-        if g is None:
-            g = next((h for h in sorted(ready) if not (blocking.get(h, set()) - done)), None)
-        if g is None:
-            g = heapq.heappop(ready)
+    ran = [False] * len(groups)
+    while True:
+        if fall:
+            g = heapq.heappop(fall)
+        elif free:
+            g = heapq.heappop(free)
         else:
-            ready.remove(g)
-            heapq.heapify(ready)
+            while held and held[0] in moved:
+                heapq.heappop(held)
+            if not held:
+                break
+            g = heapq.heappop(held)
         order.append(g)
-        done.add(g)
+        ran[g] = True
+        for h in held_by.get(g, ()):
+            waits[h] -= 1
+            if waits[h] == 0 and indeg[h] == 0 and not ran[h] and h not in fallible and h not in moved:
+                moved.add(h)  # ready and held until now: free from here on
+                heapq.heappush(free, h)
         for s in succs[g]:
             indeg[s] -= 1
             if indeg[s] == 0:
-                heapq.heappush(ready, s)
+                make_ready(s)
     return order if len(order) == len(groups) else None
 
 

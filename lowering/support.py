@@ -179,12 +179,6 @@ assert not (set(OPS) - set(SUPPORT)), set(OPS) - set(SUPPORT)
 assert set(REDUCTIONS) <= set(SUPPORT)
 
 
-def _tensor_types(node: Node) -> list[TensorType]:
-    ts = [v.type for v in node.inputs() if isinstance(v.type, TensorType)]
-    ts += [o.type for o in node.outs if isinstance(o.type, TensorType)]
-    return ts
-
-
 def fallback_reason(node: Node) -> str | None:
     """None when the node fuses; else a short reason (shown in plans and stats)."""
     op = node.op
@@ -195,11 +189,13 @@ def fallback_reason(node: Node) -> str | None:
         return f"unknown op {op}"
     if not row.fusible:
         return f"{row.note} ({row.source})"
-    for t in _tensor_types(node):
-        if t.dtype not in NVF_DTYPES:
+    ins = node.inputs()  # asked once: lowering asks this of every node
+    for v in (*ins, *node.outs):
+        t = v.type
+        if isinstance(t, TensorType) and t.dtype not in NVF_DTYPES:
             return f"dtype {t.dtype} has no nvFuser DataType"
     args = node.args
-    if any(is_symbolic_float(a) for a in args):
+    if any(not isinstance(a, (Var, int, float)) and is_symbolic_float(a) for a in args):
         return "a symbolic float operand (computed from the sizes by the plan)"
     if op == "slice":
         if any(s != 1 for s in args[3]):
@@ -227,7 +223,7 @@ def fallback_reason(node: Node) -> str | None:
             return "cat of non-tensors"
     elif op in ("reshape", "broadcast_in_dim", "full"):
         pass
-    if op not in ("full", "iota") and not any(isinstance(a, Var) and a.is_tensor for a in node.inputs()):
+    if op not in ("full", "iota") and not any(isinstance(v.type, TensorType) for v in ins):
         return "no tensor operand"
     return None
 

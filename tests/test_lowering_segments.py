@@ -125,3 +125,46 @@ def test_every_fusible_op_has_a_translator():
 
     fusible = {op for op, row in SUPPORT.items() if row.fusible}
     assert fusible == set(TRANSLATORS), (fusible ^ set(TRANSLATORS))
+
+
+def _kahn_by_scans(preds, blocking, fallible):
+    """The order :func:`segments._kahn` must give, by a sorted scan of the ready groups per step."""
+    succs = [set() for _ in preds]
+    for g, ps in enumerate(preds):
+        for p in ps:
+            succs[p].add(g)
+    indeg = [len(p) for p in preds]
+    ready = [g for g in range(len(preds)) if indeg[g] == 0]
+    order, done = [], set()
+    while ready:
+        g = next((h for h in sorted(ready) if h in fallible), None)
+        if g is None:
+            g = next((h for h in sorted(ready) if not (blocking.get(h, set()) - done)), None)
+        if g is None:
+            g = min(ready)
+        ready.remove(g)
+        order.append(g)
+        done.add(g)
+        for s in succs[g]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                ready.append(s)
+    return order if len(order) == len(preds) else None
+
+
+def test_segment_order_takes_fallible_then_unblocked_then_smallest():
+    import random
+
+    from satfuse.lowering.segments import _kahn
+
+    rng = random.Random(0)
+    for _ in range(400):
+        n = rng.randint(1, 30)
+        preds = [{p for p in range(g) if rng.random() < rng.choice((0.05, 0.2, 0.5))} for g in range(n)]
+        if rng.random() < 0.1 and n > 2:  # a cycle: no order
+            preds[0].add(n - 1)
+        blocking = {h: {b for b in range(n) if b != h and rng.random() < 0.15} for h in range(n)
+                    if rng.random() < 0.4}
+        fallible = {g for g in range(n) if rng.random() < 0.2}
+        want = _kahn_by_scans(preds, blocking, fallible)
+        assert _kahn([[]] * n, preds, blocking, fallible) == want, (preds, blocking, fallible)
