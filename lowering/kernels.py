@@ -189,14 +189,28 @@ def _reduction_groups(nodes: list[Node]) -> tuple[list[list[Node]], list[set[int
         return False
 
     by_sig: dict[tuple, list[int]] = {}
-    for i, r in enumerate(reds):
-        by_sig.setdefault(signature(r), []).append(i)
+    sigs = [signature(r) for r in reds]
+    for i, sg in enumerate(sigs):
+        by_sig.setdefault(sg, []).append(i)
+    # per reduction, the reductions with a path to it through one of another signature: never
+    # merged with either end, so their groups always reach its group through another, and the
+    # search need not ask (in an alternating chain it asked of every earlier pair: cubic)
+    through = [0] * len(reds)
+    for i, ps in enumerate(pred):
+        m = 0
+        for p in ps:
+            m |= anc[p] if sigs[p] != sigs[i] else through[p]
+        through[i] = m
     order = sorted(by_sig, key=lambda sg: -_numel_sig(sg))
     for sg in order:
-        members = by_sig[sg]
-        for k, i in enumerate(members[1:], 1):
-            for j in members[:k]:
-                a, b = find(j), find(i)
+        before = 0  # the members ahead of i, tried in order
+        for i in by_sig[sg]:
+            cand = before & ~through[i]
+            before |= 1 << i
+            while cand:
+                low = cand & -cand
+                cand ^= low
+                a, b = find(low.bit_length() - 1), find(i)
                 if a != b and not reaches(a, b, True) and not reaches(b, a, True):
                     merge(a, b)
                     break

@@ -142,3 +142,29 @@ def test_explain_shows_predicted_kernels_and_splits():
 def test_prediction_is_deterministic(c):
     _, (seg,) = segments(SOFTMAX.format(c=c))
     assert predict(seg).count == seg.predicted.count
+
+
+def test_reductions_separated_by_another_signature_never_merge():
+    """Row sums and column maxima in turns: each same-signature pair has one of the other between
+    them, so every reduction is its own kernel group, while independent sums of one signature
+    share one (the separated pairs are answered without a graph search: an alternating chain of
+    300 took 5 s)."""
+    from satfuse.lowering.kernels import _reduction_groups
+
+    def chain(x):
+        for i in range(300):
+            x = x - x.sum(-1, keepdim=True) if i % 2 else x + x.amax(0, keepdim=True)
+        return x
+
+    def independent(x):
+        return [x * float(i) - (x * float(i)).sum(-1, keepdim=True) for i in range(1, 40)]
+
+    import satfuse
+
+    (seg,) = satfuse.optimize(chain, torch.randn(4, 8)).lowered.segments
+    groups, after = _reduction_groups(seg.nodes)
+    assert len(groups) == 300 and all(len(g) == 1 for g in groups)
+    assert all(after[k] == {k - 1} for k in range(1, 300))
+    segs = satfuse.optimize(independent, torch.randn(4, 8)).lowered.segments
+    sums = [g for s in segs for g in _reduction_groups(s.nodes)[0]]
+    assert len(sums) == 1 and len(sums[0]) == 39
