@@ -578,7 +578,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
         if i in dies:
             body.append(f"del {', '.join(sorted(dies[i]))}")
     unserved: list[int] = []
-    body += _output_aliasing(trace, wb.steps, rets, in_names, ns.used, layouts or {}, unserved, wb.lives_in,
+    body += _output_aliasing(trace, wb.steps, rets, in_names, ns, layouts or {}, unserved, wb.lives_in,
                              sym_local, used_syms, hints or {}, wb.may_alias)
     for i, method, margs in trace.restrides:  # last: nothing after it can fail
         body.append(f"{in_names[i]}.{method}({', '.join(map(repr, margs))})  # the program's in-place view op on "
@@ -698,7 +698,7 @@ def _dense(a: Any, eager_laid: set[int], r: "_Render") -> str:
     return r.value(a, "list")
 
 
-def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], taken: set[str],
+def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: list[str], ns: Namespace,
                      layouts: dict[int, Any], unserved: list[int], lives_in: dict[int, Var] | None = None,
                      sym_local: dict[sympy.Symbol, str] | None = None, used_syms: set | None = None,
                      hints: dict[str, int] | None = None, al: dict[int, frozenset[int]] | None = None) -> list[str]:
@@ -736,6 +736,10 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     def root(v: Var) -> Var:
         return chain(v)[-1]
 
+    shared_groups: dict[int, list[Any]] = {}  # lead -> its group's aliases, in output order (one scan)
+    for b in aliases:
+        if b is not None and b.kind == "shared":
+            shared_groups.setdefault(b.index, []).append(b)
     roots: set[int] = set()
     for k, o in enumerate(trace.outputs):
         if not isinstance(o, Var) or not isinstance(o.type, TensorType):  # a number is a value, never an alias
@@ -748,28 +752,24 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
             # a value written into a caller's buffer, or a view of one (a cast on the way may be a view too)
             in_buffer = any(id(v) in (lives_in or {}) for v in chain(o))
             if name in inputs or name in seen or shares_output or ((al.get(id(o)) or in_buffer) and name not in clones):
-                fresh = name + "_out"
-                while fresh in taken:
-                    fresh += "_"
-                taken.add(fresh)
+                fresh = ns.name(name + "_out")
                 lines.append(f"{fresh} = {name}.clone()  # eager returns a fresh tensor here")
                 rets[k] = name = fresh
         elif a.kind == "output":
             rets[k] = name = rets[a.index]
         elif a.kind == "shared":
-            group = [aliases[j] for j in range(len(aliases))
-                     if aliases[j] is not None and aliases[j].kind == "shared" and aliases[j].index == a.index]
+            group = shared_groups[a.index]
             if not all(_concrete(b) for b in group):
                 if not _shared_symbolic_ok(group, [trace.outputs[j] for j in range(len(aliases)) if aliases[j] in group],
                                            sym_local or {}, hints or {}):
                     unserved.append(k)  # a buffer the plan cannot spell: it returns separate tensors
                 elif a.index == k:
-                    lines += _shared_symbolic(k, aliases, rets, taken, sym_local or {})
+                    lines += _shared_symbolic(k, aliases, rets, ns, sym_local or {})
                     if used_syms is not None:
                         used_syms |= {s for b in group for e in (*b.size, *b.stride, b.storage_offset)
                                       if isinstance(e, sympy.Basic) for s in e.free_symbols}
             elif a.index == k:
-                lines += _shared_buffer(k, aliases, trace.outputs, rets, taken)
+                lines += _shared_buffer(k, aliases, trace.outputs, rets, ns)
             name = rets[k]
         elif a.kind == "input":
             x = in_names[a.index]
@@ -778,10 +778,7 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
                     o.type.shape) == tuple(src.type.shape):
                 rets[k] = name = x
             elif name != x and a.index in layouts and _spellable(a, sym_local or {}):
-                view = name + "_view"
-                while view in taken:
-                    view += "_"
-                taken.add(view)
+                view = ns.name(name + "_view")
                 geo = [pyexpr(sympy.sympify(e), sym_local or {}) for e in (*a.size, *a.stride, a.storage_offset)]
                 n = len(a.size)
                 size, stride = (f"({', '.join(g)}{',' if len(g) == 1 else ''})" for g in (geo[:n], geo[n:2 * n]))
@@ -799,17 +796,14 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     views_of_inputs = {k for k, a in enumerate(aliases) if a is not None and a.kind == "input" and not a.itself}
     for k, name in enumerate(rets):
         if name in restrided or (k in views_of_inputs and name in inputs):  # the caller's tensor changes its geometry last; eager's output keeps this one
-            view = name + "_view"
-            while view in taken:
-                view += "_"
-            taken.add(view)
+            view = ns.name(name + "_view")
             lines.append(f"{view} = {name}.as_strided({name}.size(), {name}.stride(), {name}.storage_offset())"
                          f"  # a view of {name} at its geometry before the in-place view ops replayed below")
             rets[k] = view
     return lines
 
 
-def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list[str], taken: set[str]) -> list[str]:
+def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list[str], ns: Namespace) -> list[str]:
     """Outputs that eager returns as views of one intermediate (``OutputAlias("shared", lead)``):
     one fresh buffer spanning their geometry, each output a view of it holding its value (the
     values agree where the views overlap: they are one memory in eager too)."""
@@ -817,14 +811,14 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
     if not all(isinstance(outputs[k], Var) for k in members):
         return []
     if len({outputs[k].type.dtype for k in members}) > 1:
-        return _shared_buffer_in_bytes(lead, members, aliases, outputs, rets, taken)
+        return _shared_buffer_in_bytes(lead, members, aliases, outputs, rets, ns)
     low = min(aliases[k].storage_offset for k in members)
     span = 1
     for k in members:
         a = aliases[k]
         if all(n > 0 for n in a.size):
             span = max(span, a.storage_offset - low + sum((n - 1) * abs(st) for n, st in zip(a.size, a.stride)) + 1)
-    buf, lines = _one_buffer(rets[lead], span, taken, "")
+    buf, lines = _one_buffer(rets[lead], span, ns, "")
     later: list[tuple[str, int]] = []
     # a member whose windows overlap (an unfold) cannot be written through with copy_: it is a
     # view without a write where a dense member's memory holds all of it (the values agree: one
@@ -832,7 +826,7 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
     # (positions that address one element hold one value)
     dense = [k for k in members if _dense_span(aliases[k]) is not None]
     for k in members:
-        a, view = aliases[k], f"{buf}_{k}"
+        a, view = aliases[k], ns.name(f"{buf}_{k}")
         covered = None
         geometry = f"{tuple(a.size)!r}, {tuple(a.stride)!r}, {a.storage_offset - low}"
         if _overlaps_itself(a):
@@ -841,7 +835,6 @@ def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list
             if not covered:
                 lines.append(f"{buf}.index_put_((torch.arange({span}, device={buf}.device).as_strided({geometry}),), "
                              f"{rets[k]})  # its windows overlap: written by storage position")
-        taken.add(view)
         lines.append(f"{view} = {buf}.as_strided({geometry})")
         if covered is None:
             # an expanded member holds one element per stride-0 line: its value is written once
@@ -881,7 +874,7 @@ def _shared_symbolic_ok(group: list[Any], outputs: list[Any], sym_local: dict[sy
     return True
 
 
-def _shared_symbolic(lead: int, aliases: list[Any], rets: list[str], taken: set[str],
+def _shared_symbolic(lead: int, aliases: list[Any], rets: list[str], ns: Namespace,
                      sym_local: dict[sympy.Symbol, str]) -> list[str]:
     """:func:`_shared_buffer` for geometry of symbolic extents (:func:`_shared_symbolic_ok`): the
     buffer's span and lowest offset are computed from the call's sizes, each member a view of it
@@ -893,11 +886,8 @@ def _shared_symbolic(lead: int, aliases: list[Any], rets: list[str], taken: set[
 
     geo = {k: ([sp(e) for e in aliases[k].size], [sp(e) for e in aliases[k].stride], sp(aliases[k].storage_offset))
            for k in members}
-    buf = rets[lead] + "_shared"
-    while buf in taken:
-        buf += "_"
-    taken |= {buf, buf + "_low"}
-    low = f"{buf}_low"
+    buf = ns.name(rets[lead] + "_shared")
+    low = ns.name(f"{buf}_low")
     lines = [f"{low} = min({', '.join(geo[k][2] for k in members)}{',' if len(members) == 1 else ''})"]
     ends = []
     for k in members:
@@ -913,27 +903,23 @@ def _shared_symbolic(lead: int, aliases: list[Any], rets: list[str], taken: set[
 
     for k in members:
         size, stride, off = geo[k]
-        view = f"{buf}_{k}"
-        taken.add(view)
+        view = ns.name(f"{buf}_{k}")
         lines.append(f"{view} = {buf}.as_strided({tup(size)}, {tup(stride)}, {off} - {low})")
         lines.append(f"{view}.copy_({rets[k]})")
         rets[k] = view
     return lines
 
 
-def _one_buffer(lead: str, elements: int, taken: set[str], note: str) -> tuple[str, list[str]]:
+def _one_buffer(lead: str, elements: int, ns: Namespace, note: str) -> tuple[str, list[str]]:
     """The fresh buffer of a group of outputs that are views of one tensor in eager: its name and
     the line that makes it (``lead``'s dtype and device)."""
-    buf = lead + "_shared"
-    while buf in taken:
-        buf += "_"
-    taken.add(buf)
+    buf = ns.name(lead + "_shared")
     return buf, [f"{buf} = torch.empty(({elements},), dtype={lead}.dtype, device={lead}.device)"
                  f"  # eager's outputs here are views of one tensor{note}"]
 
 
 def _shared_buffer_in_bytes(lead: int, members: list[int], aliases: list[Any], outputs: list[Any], rets: list[str],
-                            taken: set[str]) -> list[str]:
+                            ns: Namespace) -> list[str]:
     """:func:`_shared_buffer` for members of several dtypes (``y, torch.view_as_real(y)``): the
     buffer is laid out in bytes, each member a view of it read in its own dtype
     (``vocab.dtype_view``). Capture groups such members only where none holds an element twice,
@@ -942,12 +928,11 @@ def _shared_buffer_in_bytes(lead: int, members: list[int], aliases: list[Any], o
     full = [k for k in members if all(n > 0 for n in aliases[k].size)]
     low = min((_extent(aliases[k])[0] * size[k] for k in full), default=0)
     span = max([size[lead]] + [(_extent(aliases[k])[1] + 1) * size[k] - low for k in full])
-    buf, lines = _one_buffer(rets[lead], -(-span // size[lead]), taken, " (read in several dtypes)")
+    buf, lines = _one_buffer(rets[lead], -(-span // size[lead]), ns, " (read in several dtypes)")
     for k in members:
-        a, view = aliases[k], f"{buf}_{k}"
+        a, view = aliases[k], ns.name(f"{buf}_{k}")
         dt = outputs[k].type.dtype
         base = buf if dt == outputs[lead].type.dtype else f"dtype_view({buf}, {DTYPES[dt]})"
-        taken.add(view)
         lines.append(f"{view} = {base}.as_strided({tuple(a.size)!r}, {tuple(a.stride)!r}, "
                      f"{(a.storage_offset * size[k] - low) // size[k]})")
         one = "".join(f".narrow({d}, 0, 1)" for d, (n, st) in enumerate(zip(a.size, a.stride)) if st == 0 and n > 1)
