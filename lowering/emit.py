@@ -105,6 +105,10 @@ def _dtname(d: torch.dtype) -> str:
     raise EmitError(f"dtype {d}")
 
 
+#: a whole word of a generated line (a handle is one)
+_WORD = re.compile(r"\b[A-Za-z_]\w*")
+
+
 class _Emitter:
     def __init__(self, seg: Segment, sym_names: dict[sympy.Symbol, str] | None = None):
         self.seg = seg
@@ -238,8 +242,13 @@ class _Emitter:
         if not single:
             return
         drop = {self.scalars[h][0] for h in single}
-        word = re.compile(r"\b(" + "|".join(map(re.escape, single)) + r")\b")
-        self.lines = [(word.sub(lambda m: single[m.group(1)], text) if k > min(drop) else text, node)
+        first = min(drop)
+
+        def spell(m: re.Match) -> str:
+            return single.get(m.group(0), m.group(0))
+
+        # each word looked up (an alternation of every name was quadratic: 4,000 constants used once)
+        self.lines = [(_WORD.sub(spell, text) if k > first else text, node)
                       for k, (text, node) in enumerate(self.lines) if k not in drop]
 
     def shape_list(self, shape: tuple) -> str:
