@@ -1442,3 +1442,25 @@ def test_a_view_eager_refuses_raises_eagers_error_where_the_fake_kernel_takes_it
             assert torch.equal(d, torch.arange(4.0).reshape(1, 2, 2).permute(2, 0, 1))
             with pytest.raises(RuntimeError, match="view size is not compatible"):
                 got(torch.arange(12.0).reshape(1, 3, 4).permute(2, 0, 1))
+
+
+def test_a_view_eager_refuses_raises_eagers_runtime_error():
+    """``x.t().view(-1)`` with no write anywhere: eager refuses the view (a RuntimeError); the fake
+    kernel's ValueError was reported as a view of a written tensor. optimize and jit raise a
+    RuntimeError naming the program's line, inputs untouched."""
+
+    def f(x):
+        y = x * 2
+        return x.transpose(0, 1).reshape(x.shape).view(-1) + y.sum()
+
+    x = torch.randn(4, 4)
+    before = x.clone()
+    with pytest.raises(RuntimeError) as eager:
+        f(x)
+    with pytest.raises(RuntimeError, match="view size is not compatible") as e:
+        satfuse.optimize(f, x)
+    assert type(eager.value) is RuntimeError and not isinstance(e.value, CaptureError)
+    assert f"{__file__}:" in str(e.value) and torch.equal(x, before)
+    with pytest.raises(RuntimeError, match="view size is not compatible") as e:
+        satfuse.jit(f)(x)
+    assert not isinstance(e.value, CaptureError) and torch.equal(x, before)

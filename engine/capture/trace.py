@@ -23,6 +23,7 @@ import sympy
 import torch
 import torch.utils._pytree as pytree
 from torch._decomp import get_decompositions
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
@@ -388,6 +389,10 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
         if "Cannot view a tensor with shape" not in str(e):
             raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
                                f"{type(e).__name__}: {e}") from e
+        refused = _view_refused_by_eager(flat_fn, fakes, mode)
+        if refused is not None:  # the program's own view, as eager runs it: eager raises
+            raise EagerError(f"{_user_line(fn, refused)}view size is not compatible with input tensor's size and "
+                             f"stride: {refused} (eager raises this RuntimeError: use .reshape(...) instead)") from e
         raise TracingError(
             f"capture of {getattr(fn, '__name__', fn)!r}: a view of a tensor written through another view or by "
             f"out= ({e}): torch's functionalization holds the written value in another memory layout than eager's "
@@ -410,6 +415,33 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
     log.capture.debug("captured trace:\n%s", trace)
     return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs, tracer,
                     conv.hints, tuple(k for k, pos in enumerate(positions) if pos in float_syms))
+
+
+def _view_refused_by_eager(flat_fn: Callable, fakes: list, mode: FakeTensorMode) -> ValueError | None:
+    """The fake kernel's refusal of a view when the program runs as eager runs it (on the fakes,
+    no functionalization, no tracing): then the view is the program's own and eager refuses it too
+    (``x.t().view(-1)``); None where only the functional trace refused it (a written tensor's
+    functional value has another layout than eager's tensor)."""
+    try:
+        with mode, enable_python_dispatcher(), quiet_torch_tracing():
+            flat_fn(*fakes)
+    except ValueError as e:
+        return e if "Cannot view a tensor with shape" in str(e) else None
+    except Exception:  # noqa: BLE001 - another failure: not this verdict
+        return None
+    return None
+
+
+def _user_line(fn: Callable, e: BaseException) -> str:
+    """``file:line: `` of the deepest frame of ``e`` in ``fn``'s own file ('' where none is)."""
+    code = getattr(fn, "__code__", None) or getattr(getattr(fn, "forward", None), "__code__", None)
+    where = ""
+    tb = e.__traceback__
+    while tb is not None:
+        if code is not None and tb.tb_frame.f_code.co_filename == code.co_filename:
+            where = f"{code.co_filename}:{tb.tb_lineno}: "
+        tb = tb.tb_next
+    return where
 
 
 def recorded(flat_fn: Callable, fakes: list) -> FunctionalGraph | None:
