@@ -4,10 +4,15 @@
     python bench/scale.py --ops 1000 10000 30000 100000 --families chain
     python bench/scale.py --ops 1000 3000 --families blocks --timeout 300
     python bench/scale.py --ops 10000 --tracer functional  # capture through make_fx, as before the recorder
+    python bench/scale.py --ops 1000 4000 16000 --families fallbacks reductions outputs
 
 Three families (the issue-17 programs): ``chain`` (an elementwise chain with a reduction every
 eight ops), ``adam`` (a hand-written Adam step over K tensors, 23 ops each) and ``blocks`` (K
-stacked GPT-2-style blocks: layer norm, attention, MLP; 29 ops each). The op count is the size of
+stacked GPT-2-style blocks: layer norm, attention, MLP; 29 ops each); and, with ``--families``,
+shapes that were each once quadratic in one lowering pass: ``fallbacks`` (K independent torch
+calls and a fused op on each: the order of steps), ``reductions`` (row sums and column maxima in
+turns: nvFuser's reduction grouping) and ``outputs`` (K outputs, each scaled by its own constant:
+the constants inlined once used). The op count is the size of
 the captured trace. Each point runs in a new interpreter after a warm-up ``optimize`` of a small
 program (imports, catalogue and loaded session are then not counted), checks the plan against
 eager, and reports ``plan.timings`` per stage, satfuse's own stages against capture, and the peak
@@ -30,7 +35,9 @@ if __package__ in (None, ""):
 from bench.child import run_child  # noqa: E402
 
 #: what each family's size parameter K gives, in captured ops per unit (measured on the traces)
-OPS_PER_UNIT = {"chain": 2.375, "adam": 23.0, "blocks": 29.0}
+OPS_PER_UNIT = {"chain": 2.375, "adam": 23.0, "blocks": 29.0, "fallbacks": 2.0, "reductions": 3.0, "outputs": 1.0}
+#: the issue-17 families, run by default; the others are shapes that were once quadratic in one pass
+ISSUE_FAMILIES = ["chain", "adam", "blocks"]
 
 _CHILD = r'''
 import json, resource, sys, time, gc
@@ -71,9 +78,26 @@ def blocks(x, ws):
         x = x + torch.nn.functional.gelu(h @ w1) @ w2
     return x
 
+def fallbacks(xs):
+    return [torch.mm(x, x).sin() for x in xs]
+
+def reductions(x):
+    for i in range(k):
+        x = x - x.sum(-1, keepdim=True) * 1e-3 if i % 2 else x + x.amax(0, keepdim=True) * 1e-3
+    return x
+
+def outputs(x):
+    return [x * float(i) for i in range(k)]
+
 def make(fam, n):
     if fam == "chain":
         return chain, (torch.randn(4, 16),)
+    if fam == "fallbacks":
+        return fallbacks, ([torch.randn(4, 4) for _ in range(n)],)
+    if fam == "reductions":
+        return reductions, (torch.randn(4, 8),)
+    if fam == "outputs":
+        return outputs, (torch.randn(4, 4),)
     if fam == "adam":
         shapes = [(8, 4)] * n
         t = lambda: [torch.randn(s) for s in shapes]
@@ -138,7 +162,7 @@ def slope(points: list[tuple[float, float]]) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ops", type=int, nargs="+", default=[1000, 10000])
-    ap.add_argument("--families", nargs="+", default=["chain", "adam", "blocks"], choices=sorted(OPS_PER_UNIT))
+    ap.add_argument("--families", nargs="+", default=ISSUE_FAMILIES, choices=sorted(OPS_PER_UNIT))
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per point")
     ap.add_argument("--tracer", choices=("recorder", "functional"), default="recorder",
                     help="capture's tracer: the recorder where it applies (what optimize does), or always "
