@@ -27,6 +27,8 @@ would not bounds-check). :func:`builtin_checks` are the ones every plan gets.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -163,22 +165,36 @@ def place_checks(steps: list[Any], checks: Sequence[DataCheck], ranks: dict[int,
                 if id(v) in guarded:
                     first_read.setdefault(id(v), i)
     # fallible steps of ops with a known program position: (step index, position)
-    ranked = [(i, ranks[id(n)]) for i, s in enumerate(steps) if ranks and step_can_raise(s) is not None
-              for n in _nodes(s) if id(n) in ranks]
+    ranked = sorted(((i, ranks[id(n)]) for i, s in enumerate(steps) if ranks and step_can_raise(s) is not None
+                     for n in _nodes(s) if id(n) in ranks), key=lambda ir: ir[1])
+    # the latest fallible step of an op eager runs before a rank: the running maximum up to the
+    # ranks below it (a scan of every fallible step per check was quadratic: 800 cross-entropies)
+    rank_keys = [r for _, r in ranked]
+    latest = list(itertools.accumulate((i for i, _ in ranked), max))
     after: dict[int, list[DataCheck]] = {}
+    have: dict[int, set[int]] = {}  # step -> ids of its outputs, once a check asked
     for c in checks:
         pos = max((produced_at.get(id(v), -1) for v in c.reads()), default=-1)
         if c.guards is not None and id(c.guards) in first_read:
             pos = max(pos, first_read[id(c.guards)] - 1)
         if c.rank >= 0:
-            pos = max([pos] + [i for i, r in ranked if r < c.rank])
+            k = bisect.bisect_left(rank_keys, c.rank)
+            if k:
+                pos = max(pos, latest[k - 1])
         after.setdefault(pos, []).append(c)
         for v in c.reads():  # a value made inside a segment becomes one of its outputs
             i = produced_at.get(id(v))
             outs = getattr(steps[i], "outputs", None) if i is not None else None
-            if outs is not None and all(v is not o for o in outs):
+            if outs is None:
+                continue
+            ids = have.get(i)
+            if ids is None:
+                ids = have[i] = {id(o) for o in outs}
+            if id(v) not in ids:
+                ids.add(id(v))
                 outs.append(v)
-                outs.sort(key=lambda o: o.name)
+    for i in have:  # outputs stay sorted by name
+        steps[i].outputs.sort(key=lambda o: o.name)
     out: list[Any] = []
     if -1 in after:
         out.append(CheckStep(after[-1]))
