@@ -736,10 +736,10 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     def root(v: Var) -> Var:
         return chain(v)[-1]
 
-    shared_groups: dict[int, list[Any]] = {}  # lead -> its group's aliases, in output order (one scan)
-    for b in aliases:
+    shared: dict[int, list[int]] = {}  # lead -> the positions of its group's members, in order (one scan)
+    for j, b in enumerate(aliases):
         if b is not None and b.kind == "shared":
-            shared_groups.setdefault(b.index, []).append(b)
+            shared.setdefault(b.index, []).append(j)
     roots: set[int] = set()
     for k, o in enumerate(trace.outputs):
         if not isinstance(o, Var) or not isinstance(o.type, TensorType):  # a number is a value, never an alias
@@ -758,18 +758,18 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
         elif a.kind == "output":
             rets[k] = name = rets[a.index]
         elif a.kind == "shared":
-            group = shared_groups[a.index]
+            members = shared[a.index]
+            group = [aliases[j] for j in members]
             if not all(_concrete(b) for b in group):
-                if not _shared_symbolic_ok(group, [trace.outputs[j] for j in range(len(aliases)) if aliases[j] in group],
-                                           sym_local or {}, hints or {}):
+                if not _shared_symbolic_ok(group, [trace.outputs[j] for j in members], sym_local or {}, hints or {}):
                     unserved.append(k)  # a buffer the plan cannot spell: it returns separate tensors
                 elif a.index == k:
-                    lines += _shared_symbolic(k, aliases, rets, ns, sym_local or {})
+                    lines += _shared_symbolic(k, members, aliases, rets, ns, sym_local or {})
                     if used_syms is not None:
                         used_syms |= {s for b in group for e in (*b.size, *b.stride, b.storage_offset)
                                       if isinstance(e, sympy.Basic) for s in e.free_symbols}
             elif a.index == k:
-                lines += _shared_buffer(k, aliases, trace.outputs, rets, ns)
+                lines += _shared_buffer(k, members, aliases, trace.outputs, rets, ns)
             name = rets[k]
         elif a.kind == "input":
             x = in_names[a.index]
@@ -803,11 +803,11 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
     return lines
 
 
-def _shared_buffer(lead: int, aliases: list[Any], outputs: list[Any], rets: list[str], ns: Namespace) -> list[str]:
+def _shared_buffer(lead: int, members: list[int], aliases: list[Any], outputs: list[Any], rets: list[str],
+                   ns: Namespace) -> list[str]:
     """Outputs that eager returns as views of one intermediate (``OutputAlias("shared", lead)``):
     one fresh buffer spanning their geometry, each output a view of it holding its value (the
     values agree where the views overlap: they are one memory in eager too)."""
-    members = [k for k, a in enumerate(aliases) if a is not None and a.kind == "shared" and a.index == lead]
     if not all(isinstance(outputs[k], Var) for k in members):
         return []
     if len({outputs[k].type.dtype for k in members}) > 1:
@@ -874,12 +874,11 @@ def _shared_symbolic_ok(group: list[Any], outputs: list[Any], sym_local: dict[sy
     return True
 
 
-def _shared_symbolic(lead: int, aliases: list[Any], rets: list[str], ns: Namespace,
+def _shared_symbolic(lead: int, members: list[int], aliases: list[Any], rets: list[str], ns: Namespace,
                      sym_local: dict[sympy.Symbol, str]) -> list[str]:
     """:func:`_shared_buffer` for geometry of symbolic extents (:func:`_shared_symbolic_ok`): the
     buffer's span and lowest offset are computed from the call's sizes, each member a view of it
     written with its value."""
-    members = [k for k, a in enumerate(aliases) if a is not None and a.kind == "shared" and a.index == lead]
 
     def sp(e: Any) -> str:
         return pyexpr(sympy.sympify(e), sym_local)

@@ -373,8 +373,7 @@ def _kahn(groups: list[list[Node]], preds: list[set[int]], blocking: dict[int, s
             held_by.setdefault(b, []).append(h)
     fall: list[int] = []  # ready and fallible
     free: list[int] = []  # ready, not fallible, nothing holds it
-    held: list[int] = []  # ready, not fallible, held (an entry is stale once the group moved to free)
-    moved: set[int] = set()
+    held: list[int] = []  # ready, not fallible, held (an entry is stale once its group ran from free)
 
     def make_ready(h: int) -> None:
         heapq.heappush(fall if h in fallible else held if waits.get(h) else free, h)
@@ -390,7 +389,7 @@ def _kahn(groups: list[list[Node]], preds: list[set[int]], blocking: dict[int, s
         elif free:
             g = heapq.heappop(free)
         else:
-            while held and held[0] in moved:
+            while held and ran[held[0]]:
                 heapq.heappop(held)
             if not held:
                 break
@@ -399,9 +398,8 @@ def _kahn(groups: list[list[Node]], preds: list[set[int]], blocking: dict[int, s
         ran[g] = True
         for h in held_by.get(g, ()):
             waits[h] -= 1
-            if waits[h] == 0 and indeg[h] == 0 and not ran[h] and h not in fallible and h not in moved:
-                moved.add(h)  # ready and held until now: free from here on
-                heapq.heappush(free, h)
+            if waits[h] == 0 and indeg[h] == 0 and not ran[h] and h not in fallible:
+                heapq.heappush(free, h)  # ready and held until now: free from here on
         for s in succs[g]:
             indeg[s] -= 1
             if indeg[s] == 0:
