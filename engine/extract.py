@@ -27,7 +27,9 @@ interface -- ``(view, roots, costs) -> {class: node}`` -- and every result is ch
   strongly connected components (an edge between two components can never close a
   cycle). With ``mip_rel_gap=0`` it is exact; its time limit is hard (HiGHS runs on a
   thread that is abandoned at the deadline); on timeout or failure the greedy answer is
-  kept and the ``note`` says why.
+  kept and the ``note`` says why. scipy's one-time import is waited for outside every
+  limit and reported on its own (:func:`_scipy`), so a program's plan does not depend on
+  whether the process imported scipy before.
 
 Example of why DAG cost matters (the header comment of extraction-gym's
 ``faster_greedy_dag.rs`` has the same one)::
@@ -74,6 +76,8 @@ class Extraction:
     method: str
     note: str = ""
     used: list[str] = field(default_factory=list)  # the classes the roots reach under ``choice``
+    #: scipy's one-time import, which this extraction waited for (not in ``seconds``: ``_scipy``)
+    import_seconds: float = 0.0
 
 
 # --------------------------------------------------------------------------- sizes and costs
@@ -191,10 +195,12 @@ class _Compact:
     that uses its own class is dropped (it can never be in an acyclic program)."""
 
     def __init__(self, view: EGraphView, roots: list[str]):
-        succ: dict[str, set[str]] = {}
+        succ: dict[str, list[str]] = {}
 
-        def kids(c: str) -> set[str]:
-            ks = succ[c] = {k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children}
+        def kids(c: str) -> list[str]:
+            # in the e-graph's order, not a set's: the numbering, and so greedy's ties inside a cycle
+            # and what pruning keeps, would follow the process's string hashes (PYTHONHASHSEED)
+            ks = succ[c] = list(dict.fromkeys(k for nid in view.classes.get(c, ()) for k in view.nodes[nid].children))
             return ks
 
         comp = _sccs(roots, kids)
@@ -512,8 +518,28 @@ def _sccs(starts: Iterable, successors: Callable[[Any], Iterable]) -> dict:
 
 _SCIPY: tuple | None = None
 _SCIPY_MISSING: list[BaseException] = []
-_SCIPY_IMPORT: list[threading.Thread] = []
 _SCIPY_LOCK = threading.Lock()
+_WAITED = threading.local()  # per thread: the seconds its extraction waited for scipy's import
+
+
+def _scipy() -> tuple:
+    """scipy's MILP pieces, imported once (0.3-0.7 s, more from a cold page cache).
+
+    The import is a one-time cost of the process, not part of any extraction: it is waited
+    for whole, outside the extraction's time limit, and the seconds are reported
+    (:attr:`Extraction.import_seconds`, the plan's ``import`` stage). Counted against the
+    limit, it left the first ILP-needing extraction of a process less time than any later
+    one (or none: the greedy answer), so a program's plan depended on what the process had
+    compiled before."""
+    if _SCIPY is None and not _SCIPY_MISSING:
+        t0 = time.perf_counter()
+        with _SCIPY_LOCK:
+            if _SCIPY is None and not _SCIPY_MISSING:
+                _import_scipy()
+        _WAITED.seconds = getattr(_WAITED, "seconds", 0.0) + time.perf_counter() - t0
+    if _SCIPY_MISSING:
+        raise ExtractionError("ILP extraction needs scipy (pip install scipy)")
+    return _SCIPY  # type: ignore[return-value]
 
 
 def _import_scipy() -> None:
@@ -528,19 +554,11 @@ def _import_scipy() -> None:
     _SCIPY = (np, Bounds, LinearConstraint, milp, csr_matrix)
 
 
-def _scipy(seconds: float | None = None) -> tuple | None:
-    """scipy's MILP pieces, imported once. The import costs 0.3-0.7 s, more than an extraction's
-    whole time limit may hold: it runs on a thread, waited for ``seconds`` at most (None: until
-    done); None when it is not done by then (it goes on, for the next call)."""
-    if _SCIPY is None and not _SCIPY_MISSING:
-        with _SCIPY_LOCK:
-            if not _SCIPY_IMPORT:
-                _SCIPY_IMPORT.append(threading.Thread(target=_import_scipy, name="satfuse-scipy-import"))
-                _SCIPY_IMPORT[0].start()
-        _SCIPY_IMPORT[0].join(None if seconds is None else max(seconds, 0.0))
-    if _SCIPY_MISSING:
-        raise ExtractionError("ILP extraction needs scipy (pip install scipy)")
-    return _SCIPY
+def _imported() -> float:
+    """The seconds this thread waited for scipy's import since the last call (and reset)."""
+    waited = getattr(_WAITED, "seconds", 0.0)
+    _WAITED.seconds = 0.0
+    return waited
 
 
 def _milp_within(seconds: float, *args, **kwargs):
@@ -653,16 +671,11 @@ def _solve(g: _Compact, keep: list[list[int]], roots: list[str], cost: dict[str,
     Cycles are excluded either by class levels inside the strongly connected components of
     what is kept (``lazy=False``: one solve, a weak relaxation), or lazily (``lazy=True``:
     solve without them; while the answer has a cycle, forbid choosing all of that cycle's
-    nodes together and solve again). ``timeout`` bounds the whole call (scipy's first import included).
+    nodes together and solve again). ``timeout`` bounds the whole call (scipy's one-time import aside).
     ``fixed`` (:func:`_fixed_part`, lazy cuts only): classes whose one kept node every answer has;
     they get no variable, their cost is a constant, and a need they meet is no row."""
+    np, Bounds, LinearConstraint, milp, csr_matrix = _scipy()
     t0 = time.perf_counter()
-    pieces = _scipy(timeout)
-    if pieces is None:
-        if warm is not None:
-            return warm, f"ILP time limit ({timeout:.2g}s) reached while scipy was loading; greedy answer kept"
-        raise ExtractionError(f"ILP time limit ({timeout:.2g}s) reached while scipy was loading")
-    np, Bounds, LinearConstraint, milp, csr_matrix = pieces
     root_ids = sorted({g.idx[r] for r in roots})
     for r in root_ids:
         if not keep[r]:
@@ -811,13 +824,13 @@ def hybrid(view: EGraphView, roots: list[str], cost: dict[str, float], timeout: 
         return greedy, "greedy: no choice left after pruning"
     if math.prod(len(keep[c]) for c in decisions) * len(rest) <= ENUMERATE_STEPS:
         return _enumerate(g, keep, root_ids, decisions, cost, greedy, fixed, open_)
+    t_import = time.perf_counter()
     try:
-        if _scipy(timeout - (time.perf_counter() - t0)) is None:
-            return greedy, f"greedy (the {timeout:g}s time limit was reached while scipy was loading)"
+        _scipy()
     except ExtractionError:
         return greedy, "greedy (no scipy for the ILP step)"
-    # the whole call keeps to ``timeout``: greedy, pruning and scipy's first import come off the ILP's share
-    spent = time.perf_counter() - t0
+    # the whole call keeps to ``timeout``: greedy and pruning come off the ILP's share (scipy's one-time import does not)
+    spent = t_import - t0
     limit = min(timeout - spent, 0.25 + 2 * spent)
     if limit <= 0:
         return greedy, f"greedy (the {timeout:g}s limit was spent before the ILP step)"
@@ -849,15 +862,19 @@ def extract(view: EGraphView, roots: list[str], cost: dict[str, float], method: 
     """Run extractor ``method`` (a key of ``EXTRACTORS``) and check its answer.
 
     ``timeout`` bounds the whole extraction, the ILP being abandoned at it (default: 10 s for
-    ``ilp``, 1 s for ``hybrid``); greedy-dag has none."""
+    ``ilp``, 1 s for ``hybrid``); greedy-dag has none. scipy's one-time import is not part of
+    it (``Extraction.import_seconds``)."""
     if method not in EXTRACTORS:
         raise ExtractionError(f"unknown extractor {method!r}; known: {', '.join(EXTRACTORS)}")
     t0 = time.perf_counter()
     note = ""
+    _imported()
     with gc_paused():  # extraction allocates many small objects and frees them all at the end
         choice, note = _run(view, roots, cost, method, timeout)
         used = check(view, roots, choice)
-    return Extraction(choice, sum(cost[choice[c]] for c in used), time.perf_counter() - t0, method, note, used)
+    waited = _imported()
+    return Extraction(choice, sum(cost[choice[c]] for c in used), time.perf_counter() - t0 - waited, method, note,
+                      used, waited)
 
 
 def _run(view: EGraphView, roots: list[str], cost: dict[str, float], method: str,
