@@ -4,6 +4,7 @@
     python bench/scale.py --ops 1000 10000 30000 100000 --families chain
     python bench/scale.py --ops 1000 3000 --families blocks --timeout 300
     python bench/scale.py --ops 10000 --tracer functional  # capture through make_fx, as before the recorder
+    python bench/scale.py --ops 1000 --dynamic              # every extent symbolic (satfuse.jit's default)
     python bench/scale.py --ops 1000 4000 16000 --families fallbacks reductions outputs
 
 Three families (the issue-17 programs): ``chain`` (an elementwise chain with a reduction every
@@ -44,12 +45,13 @@ import json, resource, sys, time, gc
 import torch
 import satfuse
 
-family, k, tracer = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+family, k, tracer, dynamic = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "dynamic"
+opts = {"dynamic": True} if dynamic else None
 torch.manual_seed(0)
 if tracer == "functional":  # the recorder declines every program: capture traces through make_fx
     import importlib
     _capture = importlib.import_module("satfuse.engine.capture.trace")
-    _capture.recorded = lambda flat_fn, fakes: None
+    _capture.recorded = lambda *a: None
 
 def chain(x):
     for i in range(k):
@@ -113,12 +115,12 @@ def clone(a):
 size = k
 k = 4
 fn, args = make(family, 2)
-satfuse.optimize(fn, *clone(args))  # warm-up: imports, catalogue, a loaded session
+satfuse.optimize(fn, *clone(args), options=opts)  # warm-up: imports, catalogue, a loaded session
 k = size
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 fn, args = make(family, k)
 t0 = time.perf_counter()
-plan = satfuse.optimize(fn, *clone(args))
+plan = satfuse.optimize(fn, *clone(args), options=opts)
 total = time.perf_counter() - t0
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 want_in, got_in = clone(args), clone(args)
@@ -144,9 +146,10 @@ print(json.dumps({"ops": len(plan.captured.trace.nodes), "tracer": plan.captured
 OWN = ("load", "encode", "saturate", "serialize", "extract", "decode", "lower")
 
 
-def run_point(family: str, ops: int, timeout: float, tracer: str = "recorder") -> dict:
+def run_point(family: str, ops: int, timeout: float, tracer: str = "recorder", dynamic: bool = False) -> dict:
     k = max(1, round(ops / OPS_PER_UNIT[family]))
-    return run_child(_CHILD, [family, str(k), tracer], timeout, {"OMP_NUM_THREADS": "1"})
+    return run_child(_CHILD, [family, str(k), tracer, "dynamic" if dynamic else "static"], timeout,
+                     {"OMP_NUM_THREADS": "1"})
 
 
 def slope(points: list[tuple[float, float]]) -> float | None:
@@ -168,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="capture's tracer: the recorder where it applies (what optimize does), or always "
                          "functionalization through make_fx (the tracer capture falls back to, and the only one "
                          "before the recorder): the same program and stages after capture")
+    ap.add_argument("--dynamic", action="store_true",
+                    help="capture with every extent and int scalar symbolic (options={'dynamic': True}, what "
+                         "satfuse.jit's default does): the symbolic fake kernels cost every op several times "
+                         "the static ones")
     args = ap.parse_args(argv)
     print(f"{'family':8} {'ops':>7} {'total s':>8} {'capture':>8} {'own':>7} {'own/cap':>7} {'saturate':>8} "
           f"{'extract':>8} {'lower':>7} {'+MiB':>7}")
@@ -175,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     for fam in args.families:
         pts = []
         for n in args.ops:
-            r = run_point(fam, n, args.timeout, args.tracer)
+            r = run_point(fam, n, args.timeout, args.tracer, args.dynamic)
             if "error" in r:
                 ok = False
                 print(f"{fam:8} {n:>7} {r['error']}")

@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 trace_mod = importlib.import_module("satfuse.engine.capture.trace")
 
 
-def _capture(fn, args, recorder: bool, monkeypatch):
+def _capture(fn, args, recorder: bool, monkeypatch, **options):
     with monkeypatch.context() as m:
         if not recorder:
             m.setattr(trace_mod, "recorded", lambda *a: None)
         try:
-            c = trace_mod.capture(fn, *args)  # on fakes: the example inputs keep their values and layouts
+            c = trace_mod.capture(fn, *args, **options)  # on fakes: the example inputs keep their values and layouts
         except Exception as e:  # noqa: BLE001 - compared below: the same verdict either way
             return None, (type(e).__name__, str(e))
     t = c.trace
@@ -39,9 +39,21 @@ def _capture(fn, args, recorder: bool, monkeypatch):
                repr(c.out_spec))
 
 
-def _check(fn, args, tracer: str, monkeypatch) -> None:
-    got, rec = _capture(fn, args, True, monkeypatch)
-    _, fun = _capture(fn, args, False, monkeypatch)
+def _unnamed(c, parts: tuple) -> tuple:
+    """``parts`` with the trace's value names as ``v0, v1, ...`` in order of definition: the
+    functional path names a node after make_fx's (``mul_4``: its symbolic-int nodes took ``mul``
+    to ``mul_3``), the recorder after the op (``mul0``)."""
+    import re
+
+    names = [v.name for v in c.trace.inputs] + [o.name for n in c.trace.nodes for o in n.outs]
+    new = {nm: f"v{i}" for i, nm in enumerate(dict.fromkeys(names))}
+    word = re.compile(r"(?<![.\w])[A-Za-z_]\w*(?![\w(.])")
+    return tuple(word.sub(lambda m: new.get(m.group(0), m.group(0)), p) for p in parts)
+
+
+def _check(fn, args, tracer: str, monkeypatch, **options) -> None:
+    got, rec = _capture(fn, args, True, monkeypatch, **options)
+    _, fun = _capture(fn, args, False, monkeypatch, **options)
     assert rec == fun, f"the recorder's trace differs from functionalization's:\n{rec[0]}\n---\n{fun[0]}"
     if got is not None:
         assert got.tracer == tracer
@@ -136,6 +148,30 @@ def test_recorder_trace_is_functionalizations(name, fn, args, tracer, monkeypatc
     _check(fn, args, tracer, monkeypatch)
 
 
+#: corpus programs that reach ``_tensorify`` with symbolic floats (``capture(symbolic_floats=True)``,
+#: satfuse.jit's): float math in the graph, which the recorder does not build
+_FLOAT_MATH = {"scalar-args", "adam"}
+
+
+@pytest.mark.parametrize("symbolic_floats", [False, True], ids=["ints", "floats"])
+@pytest.mark.parametrize(("name", "fn", "args", "tracer"), CORPUS, ids=[c[0] for c in CORPUS])
+def test_symbolic_recorder_trace_is_functionalizations(name, fn, args, tracer, symbolic_floats, monkeypatch) -> None:
+    """Every extent and int scalar symbolic (``dynamic=True``): the recorder's trace is the one
+    functionalization gives, up to value names (ops, symbolic extents, output aliases, write-backs,
+    guards), and a program it stops at is traced again on a fresh ShapeEnv with the functional
+    path's verdict and guards (none of the stopped run's)."""
+    options = dict(dynamic=True, symbolic_floats=symbolic_floats)
+    got, rec = _capture(fn, args, True, monkeypatch, **options)
+    ref, fun = _capture(fn, args, False, monkeypatch, **options)
+    if got is None or ref is None:
+        assert rec == fun
+        return
+    assert _unnamed(got, rec) == _unnamed(ref, fun), f"{rec[0]}\n---\n{fun[0]}"
+    assert "s0" in rec[0]
+    want = "functionalization" if symbolic_floats and name in _FLOAT_MATH else tracer
+    assert got.tracer == want
+
+
 def test_aliased_inputs_are_functionalizations(monkeypatch) -> None:
     """One tensor at two positions (or two views of one buffer): the functional path gives each
     position its own wrapper, so the recorder leaves the program to it."""
@@ -176,22 +212,27 @@ def test_recorded_plans_equal_eager(name, fn, args, tracer) -> None:
             torch.testing.assert_close(g, w, equal_nan=True)
 
 
-def test_fuzz_programs_record_as_functionalization(monkeypatch) -> None:
-    """The fuzzer's programs (writes, views, every dtype and layout): each one the recorder takes
-    has functionalization's trace, and a good share of them is taken."""
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "symbolic"])
+def test_fuzz_programs_record_as_functionalization(dynamic, monkeypatch) -> None:
+    """The fuzzer's programs (writes, views, every dtype and layout), static and with every extent
+    symbolic (as satfuse.jit captures them): each one the recorder takes has functionalization's
+    trace (symbolic: up to value names), and a good share of them is taken."""
     from bench import fuzz
 
     fuzz.quiet()
     vocab = fuzz.vocab_table()
     taken = 0
+    options = dict(dynamic=True, symbolic_floats=True) if dynamic else {}
     for i in range(60):
         ns = fuzz._load(fuzz.generate(11, i, vocab).module_source())
         args = ns["inputs"](**ns["SIZES_A"])
-        got, rec = _capture(ns["f"], args, True, monkeypatch)
+        got, rec = _capture(ns["f"], args, True, monkeypatch, **options)
         if got is None or got.tracer != "recorder":
             continue
         taken += 1
-        _, fun = _capture(ns["f"], ns["inputs"](**ns["SIZES_A"]), False, monkeypatch)
+        ref, fun = _capture(ns["f"], ns["inputs"](**ns["SIZES_A"]), False, monkeypatch, **options)
+        if dynamic:
+            rec, fun = _unnamed(got, rec), _unnamed(ref, fun)
         assert rec == fun, f"seed 11 program {i}:\n{rec[0]}\n---\n{fun[0]}"
     assert taken >= 10
 

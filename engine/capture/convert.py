@@ -188,7 +188,7 @@ class Converter:
             a = self.env[a]
         if isinstance(a, (list, tuple)):
             return tuple(self.value(x) for x in a)
-        if isinstance(a, (torch.SymInt, torch.SymBool)):
+        if isinstance(a, (torch.SymInt, torch.SymBool, torch.SymFloat)):  # the recorder's symbolic arguments
             return self.sym(a)
         return a
 

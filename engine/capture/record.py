@@ -19,8 +19,10 @@ that shares memory, is not contiguous, or whose functional value would differ in
 or strides; ``out=``; a view of a written tensor; an in-place view op; an input or output that
 requires grad while grad mode is on; a data-dependent op; a tensor it did not make), and capture traces the
 program again the functional way, which decides it as before: the recorder is a shortcut, never a
-second set of verdicts. Static extents only: ``optimize``'s static captures (no ShapeEnv) and the
-``torch.compile`` backend's re-trace of a writing graph whose extents Dynamo kept static."""
+second set of verdicts. It takes ``optimize``'s static captures (no ShapeEnv), symbolic ones (every
+extent a ShapeEnv symbol, as ``satfuse.jit`` captures: functionalization's wrappers cost an op
+with symbolic extents about three times what its fake kernel does) and the ``torch.compile``
+backend's re-trace of a writing graph whose extents Dynamo kept static."""
 
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ from torch.fx._lazy_graph_module import _make_graph_module, _use_lazy_graph_modu
 from torch.utils._python_dispatch import TorchDispatchMode, autograd_would_have_decomposed
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from .compat import symbol_values
 from .fake_memo import FakeMemo
 from .functional import (
     _DEVICE,
@@ -60,10 +63,10 @@ class NotRecordable(Exception):
     """The program is outside what the recorder traces (a write, grad, a data-dependent op...)."""
 
 
-def recordable_inputs(fakes: Sequence[Any]) -> bool:
+def recordable_inputs(fakes: Sequence[Any], symbolic: bool = False) -> bool:
     """The recorder's precondition on the inputs: no two tensor inputs share memory (one object
     at two positions, or views of one storage: the functional path gives each its own wrapper),
-    every extent is a plain int (a ShapeEnv's symbols need make_fx's tracking), and none requires
+    every extent is a plain int unless ``symbolic`` (see :func:`trace_recorded`), and none requires
     grad while grad mode is on (which outputs alias an input is then autograd's business too;
     under ``no_grad``, as the backend re-traces a writing graph, it is a matter of storage alone,
     as in the functional path)."""
@@ -73,20 +76,30 @@ def recordable_inputs(fakes: Sequence[Any]) -> bool:
         return False
     if torch.is_grad_enabled() and any(f.requires_grad for f in tensors):
         return False
+    if symbolic:
+        return True
     return all(type(e) is int for f in tensors for e in (*f.shape, *f.stride(), f.storage_offset()))
 
 
-def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict) -> FunctionalGraph:
+def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict,
+                   symbolic: tuple[type, ...] = ()) -> FunctionalGraph:
     """``flat_fn`` traced by :class:`_Recorder` (call under :data:`TRACING` and the fake mode of
     ``fakes``); raises :class:`NotRecordable`, or whatever the program raised, when it is not
-    recordable: the caller then traces it the functional way."""
+    recordable: the caller then traces it the functional way.
+
+    ``symbolic``: the fakes' extents may be a ShapeEnv's symbols, and an op's arguments of these
+    kinds (``SymInt``, ``SymBool``; ``SymFloat`` where no pass must rewrite float math on the
+    graph, as capture's ``symbolic_floats`` does) are recorded as the values themselves, not as
+    the graph of ``sym_size`` and arithmetic nodes make_fx's proxy mode builds (conversion reads a
+    value's expression either way); the fake kernels make the same guards on the ShapeEnv as under
+    make_fx. A recorder that stops leaves them there: the caller traces again on a fresh ShapeEnv."""
     graph = torch.fx.Graph()
     root = torch.nn.Module()
-    rec = _Recorder(graph, root, decompositions, _memo(fakes))
+    rec = _Recorder(graph, root, decompositions, _memo(fakes), tuple(symbolic))
     placeholders = [graph.placeholder(f"arg{i}_1") for i in range(len(fakes))]
     for ph, f in zip(placeholders, fakes):
+        ph.meta["val"] = f  # a symbolic int argument too: conversion types the input by it
         if isinstance(f, torch.Tensor):
-            ph.meta["val"] = f
             rec.track(f, ph)
     check = EagerRewrites(fakes)
     autocast = _get_autocast_states()
@@ -117,7 +130,7 @@ def _memo(fakes: Sequence[Any]) -> Callable:
     unless another infra mode (an ambient ``make_fx``'s proxy or functionalization) sits between."""
     mode = next((f.fake_mode for f in fakes if isinstance(f, FakeTensor)), None)
     keys = torch._C._TorchDispatchModeKey
-    if mode is None or any(torch._C._get_dispatch_mode(k) is not None for k in (keys.PROXY, keys.FUNCTIONAL)):
+    if mode is None or mode.shape_env is not None or any(torch._C._get_dispatch_mode(k) is not None for k in (keys.PROXY, keys.FUNCTIONAL)):
         return _call
     return FakeMemo(mode)
 
@@ -155,9 +168,10 @@ class _Recorder(TorchDispatchMode):
     its fake outputs the node's ``meta['val']``."""
 
     def __init__(self, graph: torch.fx.Graph, root: torch.nn.Module, decompositions: dict,
-                 run: Callable = _call) -> None:
+                 run: Callable = _call, symbolic: tuple[type, ...] = ()) -> None:
         super().__init__()
         self.run = run  # ``func(*args, **kwargs)`` on the fake mode (fake_memo.py)
+        self.symbolic = symbolic  # the kinds of symbolic arguments recorded as they are
         self.graph = graph
         self.root = root
         self.decompositions = decompositions
@@ -207,6 +221,8 @@ class _Recorder(TorchDispatchMode):
             return self.graph.get_attr(name)
         if isinstance(a, (list, tuple)):
             return type(a)(self._arg(x) for x in a)
+        if self.symbolic and isinstance(a, self.symbolic) and _backed(a):
+            return a
         if isinstance(a, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             raise NotRecordable("a symbolic value")
         return a
@@ -245,7 +261,9 @@ class _Recorder(TorchDispatchMode):
                 r = decomp(*args, **kwargs)
             if r is not NotImplemented:  # a decomposition may decline (``trace._off_the_cpu``)
                 return r
-        if func not in _METADATA and self._decomposes(func, args, kwargs):
+        if func in _METADATA:  # sizes, strides, offset: read off the tensor, as make_fx records no node for them
+            return self.run(func, args, kwargs)  # (a symbolic capture's decompositions ask ``aten.size`` so)
+        if self._decomposes(func, args, kwargs):
             with self:
                 r = func.decompose(*args, **kwargs)
             if r is not NotImplemented:
@@ -329,6 +347,11 @@ def _call_node(graph: torch.fx.Graph, target: Any, args: tuple, kwargs: dict, na
     if kwargs:
         node.kwargs = kwargs
     return node
+
+
+def _backed(a: Any) -> bool:
+    """A symbolic value spelled in the inputs' symbols only (no data-dependent, unbacked one)."""
+    return a.node.expr.free_symbols <= symbol_values(a.node.shape_env).keys()
 
 
 def _same(a: tuple, b: tuple) -> bool:

@@ -124,6 +124,9 @@ class Symbols:
         #: equalities canonical() relied on (ShapeEnv symbols): guards of the plan even where the
         #: ShapeEnv guard that proves them is a layout one (unfold's contiguity check pins s0//2 to 1)
         self.pinned: list[Any] = []
+        #: each expression as first spelled: the recorder's graphs hold a SymInt per use of an
+        #: extent, not one node (``as_extent`` simplifies a compound one, ~1 ms)
+        self.spelled: dict[sympy.Basic, Any] = {}
 
     def sym(self, e: Any) -> Any:
         """A SymInt/SymBool/sympy expr in our symbol names (s0, s1, ... by first appearance)."""
@@ -131,6 +134,13 @@ class Symbols:
             e = e.node.expr
         if not isinstance(e, sympy.Basic):
             return e
+        known = self.spelled.get(e)
+        if known is not None:
+            return known
+        self.spelled[e] = out = self._spell(e)
+        return out
+
+    def _spell(self, e: sympy.Basic) -> Any:
         e = self.shape_env.replace(e)
         if isinstance(e, sympy.Expr) and not (e.is_Symbol or e.is_number):
             e = self.canonical(e)
@@ -198,17 +208,22 @@ class Symbols:
     def guards(self) -> list:
         """The ShapeEnv's guards in our symbols (stride-only ones dropped)."""
         out = []
+        seen = set()  # two ShapeEnv guards may read the same in our symbols
         for g in self.shape_env.guards:
             if layout_only(g, self.shape_env):
                 continue
             e = self.sym(g.expr)
-            if e is sympy.true:
+            if isinstance(e, sympy.core.relational._Inequality) and e.lhs.is_number and not e.rhs.is_number:
+                e = e.reversed  # one spelling: ``s2 > 1``, which the ShapeEnv also makes as ``1 < s2``
+            if e is sympy.true or e in seen:
                 continue
+            seen.add(e)
             out.append(e)
         for eq in self.pinned:  # in our symbols, each side spelled as it is (no canonical() of its own)
             lhs, rhs = (self._ours(x) for x in (eq.lhs, eq.rhs))
             g = sympy.Eq(lhs, rhs)
-            if g is not sympy.true and g not in out:
+            if g is not sympy.true and g not in seen:
+                seen.add(g)
                 out.append(g)
         return out
 
@@ -251,10 +266,15 @@ def range_guards(shape_env: ShapeEnv, symbols: dict[sympy.Symbol, sympy.Symbol],
 
 
 def _implied(g: Any, have: set) -> bool:
-    """Cheap syntactic test: ``s >= b`` is implied by ``s > b2`` or ``s >= b2`` with b2 >= b-1 etc."""
+    """Cheap syntactic test: ``s >= b`` is implied by ``s > b2`` or ``s >= b2`` with b2 >= b-1 etc.
+    (a guard spelled the other way round, ``1 < s``, as its reverse: ``s > 1``)."""
     s, b = g.lhs, int(g.rhs)
     for h in have:
-        if not isinstance(h, sympy.core.relational.Relational) or h.lhs != s or not h.rhs.is_Integer:
+        if not isinstance(h, sympy.core.relational.Relational):
+            continue
+        if h.rhs == s and h.lhs.is_Integer and isinstance(h, sympy.core.relational._Inequality):
+            h = h.reversed
+        if h.lhs != s or not h.rhs.is_Integer:
             continue
         c = int(h.rhs)
         if isinstance(g, sympy.GreaterThan):

@@ -312,7 +312,9 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
     A static capture (no dynamic argument) first traces without a ShapeEnv: every extent is an
     int, and symbolic-shape bookkeeping costs every op of the trace. Only a program that needs a
     symbol fails there (``.item()``, ``nonzero``: data-dependent extents); every failure is traced
-    again with a ShapeEnv, which decides it as before (the same verdicts and messages)."""
+    again with a ShapeEnv, which decides it as before (the same verdicts and messages). A symbolic
+    capture tries the recorder first; where it stops (or the program raised under it), the
+    program is traced functionalized on a fresh ShapeEnv, without the guards the stopped run made."""
     t0 = time.perf_counter()
     if not _dynamic_leaves(example_inputs, example_kwargs, dynamic):
         try:
@@ -320,12 +322,26 @@ def _capture(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic:
         except Exception as e:  # noqa: BLE001 - decided by the capture with a ShapeEnv below
             log.capture.debug("capture without a ShapeEnv failed (%s: %s): tracing again with one", type(e).__name__,
                               e)
-    return _traced(fn, example_inputs, example_kwargs, dynamic, name, fixed_floats, ShapeEnv(duck_shape=False), t0)
+    else:
+        try:  # the recorder on symbolic extents: where it stops, it left guards on its ShapeEnv
+            return _traced(fn, example_inputs, example_kwargs, dynamic, name, fixed_floats, ShapeEnv(duck_shape=False),
+                           t0, recorder_only=True)
+        except _NotRecorded as e:
+            log.capture.debug("symbolic capture by the recorder stopped (%s): tracing functionalized", e)
+    return _traced(fn, example_inputs, example_kwargs, dynamic, name, fixed_floats, ShapeEnv(duck_shape=False), t0,
+                   recorder=False)
+
+
+class _NotRecorded(Exception):
+    """A symbolic capture the recorder did not take: traced again, functionalized, on a fresh ShapeEnv."""
 
 
 def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: bool | Sequence[Any],
-            name: str | None, fixed_floats: set[int] | None, shape_env: ShapeEnv | None, t0: float) -> Captured:
-    """One capture, under ``shape_env`` (None: static fake tensors only, no symbols)."""
+            name: str | None, fixed_floats: set[int] | None, shape_env: ShapeEnv | None, t0: float,
+            recorder: bool = True, recorder_only: bool = False) -> Captured:
+    """One capture, under ``shape_env`` (None: static fake tensors only, no symbols). ``recorder``:
+    try the recorder first; ``recorder_only``: raise :class:`_NotRecorded` where it does not take
+    the program (or the program raised under it) instead of tracing functionalized."""
     from torch._dynamo.source import FloatTensorSource, LocalSource
 
     leaves, in_spec = pytree.tree_flatten((example_inputs, example_kwargs))
@@ -375,13 +391,18 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
         # non-strict export: libraries take their traceable path (HF's attention masks skip the
         # data-dependent ``(mask == 1).all()`` shortcut)
         with mode, quiet_torch_tracing(), compiling(), track_evaluations(shape_env):
-            fg = recorded(flat_fn, fakes) if shape_env is None else None
+            # symbolic: SymFloats are recorded where no float is a plan input (``_tensorify`` rewrites float math)
+            kinds = () if shape_env is None else (torch.SymInt, torch.SymBool) if fixed_floats is not None else (
+                torch.SymInt, torch.SymBool, torch.SymFloat)
+            fg = recorded(flat_fn, fakes, kinds) if recorder else None
+            if fg is None and recorder_only:
+                raise _NotRecorded("the recorder stopped")
             tracer = "recorder" if fg is not None else "functionalization"
             fg = fg or trace_functional(flat_fn, fakes, decomposition_table())
             if fixed_floats is not None and any(isinstance(n.meta.get("val"), torch.SymFloat)
                                                 for n in fg.gm.graph.nodes):  # float args, or int math: k / 3
                 _tensorify(fg.gm, shape_env, mode, float_syms)
-    except (IRError, EagerError, EagerRefusal, _SpecializeFloats):
+    except (IRError, EagerError, EagerRefusal, _SpecializeFloats, _NotRecorded):
         raise
     except (MetadataMutationError, OrderDependentWriteError, OverlappingInputWriteError) as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
@@ -444,16 +465,17 @@ def _user_line(fn: Callable, e: BaseException) -> str:
     return where
 
 
-def recorded(flat_fn: Callable, fakes: list) -> FunctionalGraph | None:
+def recorded(flat_fn: Callable, fakes: list, symbolic: tuple[type, ...] = ()) -> FunctionalGraph | None:
     """The program traced by the recorder (``record.py``: no functionalization) when its inputs
     allow it and everything it writes is a tensor alone in its memory; None where the recorder
     stopped, for any reason: the functional trace then decides it, with every verdict and message
     as before (the program then runs twice, as it does when a static capture needs a ShapeEnv).
-    Call under :data:`TRACING` and the fake mode of ``fakes``."""
-    if not recordable_inputs(fakes):
+    Call under :data:`TRACING` and the fake mode of ``fakes``. ``symbolic``: the fakes' extents
+    may be symbols, and the symbolic arguments of these kinds are recorded (``trace_recorded``)."""
+    if not recordable_inputs(fakes, bool(symbolic)):
         return None
     try:
-        return trace_recorded(flat_fn, fakes, decomposition_table())
+        return trace_recorded(flat_fn, fakes, decomposition_table(), symbolic)
     except NotRecordable as e:
         log.capture.debug("traced functionalized: %s", e)
     except Exception as e:  # noqa: BLE001 - decided by the functional trace
