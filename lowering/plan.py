@@ -433,7 +433,7 @@ def lower(trace: Trace, *, hints: dict[str, int] | None = None, executor: str = 
     wb = plan_writebacks(trace, steps, barrier)
     segments = [s for s in wb.steps if isinstance(s, Segment)]
     for s in segments:
-        s.predicted = predict(s, hints)
+        s.predictor = functools.partial(predict, s, hints)
 
     # one namespace for the program (the prologue has its own, guards.py): globals first, then
     # the names write-backs chose for clones, then Vars (theirs where free) and symbols

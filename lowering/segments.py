@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import sympy
 from satfuse.engine.fallible import consumes_rng
@@ -51,9 +51,19 @@ class Segment:
     inputs: list[Var] = field(default_factory=list)
     outputs: list[Var] = field(default_factory=list)
     aliases: list[tuple[Var, Var]] = field(default_factory=list)
-    #: nvFuser's own segmentation of it (``kernels.predict``); filled in by ``plan.lower``
-    predicted: Any = None
+    #: makes :attr:`predicted` (``plan.lower`` gives it ``kernels.predict`` of the finished segment)
+    predictor: Callable[[], Any] | None = field(default=None, repr=False, compare=False)
     kind = "segment"
+
+    @property
+    def predicted(self) -> Any:
+        """nvFuser's own segmentation of it (``kernels.predict``), made when first asked: a report
+        (``explain``, the byte counts) that no lowering decision reads, and a pass over every node
+        (a tenth of lowering a 10k-op chain)."""
+        got = self.__dict__.get("_predicted")
+        if got is None and self.predictor is not None:
+            got = self.__dict__["_predicted"] = self.predictor()
+        return got
 
     @property
     def ops(self) -> list[str]:
