@@ -442,6 +442,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
         bind(offset, f"{py[i]}.storage_offset()", f"{v.name}.storage_offset()", i)
         flush()
     # symbols seen only inside compound extents: specialize to their hints
+    holders = _holders(ins)
     for e, *_ in deferred:
         for s in sorted(e.free_symbols, key=lambda s: s.name):
             if s not in local:
@@ -453,7 +454,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
                 where[s.name] = f"specialized to its hint {hints[s.name]}"
                 body.append(f"    {local[s]} = {int(hints[s.name])}")
     for e, val, rd, i in deferred:
-        check(f"{val} == {pyexpr(e, local)}", f"{rd} == {relation_text(e, shown)}", _inputs_of(e, i, ins))
+        check(f"{val} == {pyexpr(e, local)}", f"{rd} == {relation_text(e, shown)}", _inputs_of(e, i, holders))
     flush()
     for i, (stride, offset) in sorted(symbolic_layouts.items()):
         if trace.input_layouts.get(i) == (stride, offset):
@@ -476,14 +477,14 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
             flush()
             continue
         _need_bound(g, local, "trace guard")
-        check(pyexpr(g, local), relation_text(g, shown), _inputs_of(g, None, ins))
+        check(pyexpr(g, local), relation_text(g, shown), _inputs_of(g, None, holders))
         flush()
     for ob in extent_obligations(trace):
         if ob in seen:
             continue
         seen.add(ob)
         _need_bound(ob, local, "extent obligation")
-        check(pyexpr(ob, local), relation_text(ob, shown), _inputs_of(ob, None, ins))
+        check(pyexpr(ob, local), relation_text(ob, shown), _inputs_of(ob, None, holders))
         flush()
     for g, ob in shape_guards(trace):  # the shape obligations of the rules behind the chosen nodes
         if g in seen:
@@ -494,7 +495,7 @@ def build_prologue(trace: Trace, hints: dict[str, int] | None = None, *, compile
             check("False", f"the plan is never valid{why}", ())
         else:
             _need_bound(g, local, "rule obligation")
-            check(pyexpr(g, local), relation_text(g, shown) + why, _inputs_of(g, None, ins))
+            check(pyexpr(g, local), relation_text(g, shown) + why, _inputs_of(g, None, holders))
         flush()
     syms = sorted(local, key=lambda s: s.name)
     body.append("    return {" + ", ".join(f"{s.name!r}: {local[s]}" for s in syms) + "}")
@@ -588,13 +589,21 @@ def _need_bound(e: Any, local: dict, what: str) -> None:
         raise GuardBuildError(f"{what} {e} uses {sorted(map(str, free))}, which no input binds")
 
 
-def _inputs_of(e: Any, first: int | None, ins: list[Var]) -> tuple[int, ...]:
-    syms = getattr(e, "free_symbols", set())
-    out = [] if first is None else [first]
+def _holders(ins: list[Var]) -> dict[Any, list[int]]:
+    """symbol -> the positions of the inputs whose type holds it, in order (built once: a scan of
+    every input per check was quadratic, 3 s of a 3k-op symbolic stack of blocks)."""
+    out: dict[Any, list[int]] = {}
     for i, v in enumerate(ins):
-        if i not in out and v.type.symbols() & syms:
-            out.append(i)
-    return tuple(out)
+        for s in v.type.symbols():
+            out.setdefault(s, []).append(i)
+    return out
+
+
+def _inputs_of(e: Any, first: int | None, holders: dict[Any, list[int]]) -> tuple[int, ...]:
+    """``first`` (if any), then the inputs holding a symbol of ``e``, in input order: the
+    inputs a failing check names."""
+    found = sorted({i for s in getattr(e, "free_symbols", ()) for i in holders.get(s, ())} - {first})
+    return tuple(found) if first is None else (first, *found)
 
 
 def extent_obligations(trace: Trace) -> list[Any]:
@@ -649,22 +658,32 @@ def extent_obligations(trace: Trace) -> list[Any]:
                 return False
         return True
 
-    # keep the strongest facts first (more symbols), drop what the kept ones imply
+    # keep the strongest facts first (more symbols), drop what the kept ones imply; a fact is
+    # tried against the guards and kept facts sharing a symbol with it (by symbol: trying every
+    # one was quadratic in a symbolic stack's guards; one sharing none rarely implies it, and a
+    # fact not dropped is only a check that holds)
     uniq = list(dict.fromkeys(exprs))
-    kept: list[Any] = []
+    dims = {e for v in trace.inputs if isinstance(v.type, TensorType) for e in v.type.shape}
+    by_symbol: dict[sympy.Symbol, list[Any]] = {}
+
+    def index(h: Any) -> None:
+        if not isinstance(h, sympy.Symbol):
+            for x in h.free_symbols:
+                by_symbol.setdefault(x, []).append(h)
+
+    for h in have:
+        index(h)
+    kept: set[Any] = set()
     for e in sorted(uniq, key=lambda e: -len(e.free_symbols)):
         if isinstance(e, sympy.Symbol):
-            skip = e in have or _is_dim(e, trace)
+            skip = e in have or e in dims
         else:
-            skip = e in have or implied(e) or any(
-                not isinstance(h, sympy.Symbol) and implied(sympy.expand(e - h)) for h in list(have) + kept)
+            near = dict.fromkeys(h for x in sorted(e.free_symbols, key=str) for h in by_symbol.get(x, ()))
+            skip = e in have or implied(e) or any(implied(sympy.expand(e - h)) for h in near)
         if not skip:
-            kept.append(e)
+            kept.add(e)
+            index(e)
     return [sympy.Ge(e, 0) for e in uniq if e in kept]
-
-
-def _is_dim(e: Any, trace: Trace) -> bool:
-    return any(isinstance(v.type, TensorType) and e in v.type.shape for v in trace.inputs)
 
 
 def _check_hints(pro: Prologue, trace: Trace, hints: dict[str, int]) -> None:
