@@ -396,14 +396,13 @@ def test_layout_guard_answers_are_matched_by_the_question_they_ask():
     assert _question(sympy.Eq(s2, 3)) != _question(sympy.Ge(s2, 3))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="open: a guard a stride test made (Ne(s1 - 3, 1)) and squeeze then relied on "
-                                       "through the ShapeEnv's evaluate_expr cache reads as layout-only and is dropped "
-                                       "(see issue 17's closing note of 2026-12-02)")
-def test_a_stride_guard_a_squeeze_relied_on_is_kept():
-    """``x[:, 2:-1].squeeze(1)`` traced at ``x: [3, 8]``: the contiguity check of the slice asks
-    ``s1 - 3 == 1`` first, ``squeeze(1)`` asks it again and is answered from the cache; the guard
-    must stay, or a call at ``[3, 4]`` keeps a dim eager squeezes. (The write through a view makes
-    capture trace it functionalized: the recorder asks in another order and keeps the guard.)"""
+def test_a_squeeze_of_a_symbolic_extent_is_guarded():
+    """``x[:, 2:-1].squeeze(1)`` traced at ``x: [3, 8]`` keeps the dim of extent ``s1 - 3``, which
+    holds only while it is not 1: the ShapeEnv's guard for it was made by the slice's contiguity
+    check (a stride test, dropped) and squeeze's question answered from the ShapeEnv's cache, so
+    the plan kept the dim at ``[3, 4]`` where eager squeezes it. The squeeze states its guard
+    itself. (The write through a view makes capture trace it functionalized: the recorder asks in
+    another order and kept the ShapeEnv's guard.)"""
     import satfuse
 
     def f(x, y):
@@ -412,6 +411,11 @@ def test_a_stride_guard_a_squeeze_relied_on_is_kept():
 
     plan = satfuse.jit(f, dynamic=True)
     plan(torch.randn(3, 8), torch.randn(2, 2))
-    x, y = torch.randn(3, 4), torch.randn(2, 2)
-    got, want = plan(x, y.clone()), f(x, y.clone())
-    assert got.shape == want.shape and torch.equal(got, want)
+    assert "x.shape[1] - 3 != 1" in str(plan.last_plan)
+    for n in (4, 9):
+        x, y = torch.randn(3, n), torch.randn(2, 2)
+        got, want = plan(x, y.clone()), f(x, y.clone())
+        assert got.shape == want.shape and torch.equal(got, want)
+    with pytest.raises(satfuse.GuardError, match=r"x.shape\[1\] - 3 != 1"):
+        satfuse.optimize(f, torch.randn(3, 8), torch.randn(2, 2), options={"dynamic": True})(
+            torch.randn(3, 4), torch.randn(2, 2))

@@ -710,12 +710,18 @@ def _transpose(b: Builder, x: Any, d0: int = 0, d1: int = 1) -> Any:
 
 @reg(aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default)
 def _squeeze(b: Builder, x: Any, dims: Any = None) -> Any:
+    """A dim of extent 1 is dropped. A symbolic extent is kept, which holds only while it is not 1:
+    that is a guard of the plan (the ShapeEnv's own may read as a stride test's and be dropped:
+    ``x[:, 2:-1].squeeze(1)``'s ``s1 - 3 != 1`` was made by the slice's contiguity check, and
+    squeeze's question answered from the ShapeEnv's cache)."""
     r = _rank(x)
-    if dims is None:
-        dims = tuple(i for i, e in enumerate(x.type.shape) if e == 1)
-    elif isinstance(dims, int):
-        dims = (dims,)
-    dims = tuple(d % r for d in dims if x.type.shape[d % r] == 1) if r else ()
+    cand = tuple(range(r)) if dims is None else (dims,) if isinstance(dims, int) else tuple(dims)
+    cand = tuple(d % r for d in cand) if r else ()
+    for d in cand:
+        e = x.type.shape[d]
+        if isinstance(e, sympy.Expr) and not e.is_number:
+            b.c.syms.assumed.append(sympy.Ne(e, 1))
+    dims = tuple(d for d in cand if x.type.shape[d] == 1)
     return b.view(b("squeeze", x, dims) if dims else x)
 
 

@@ -124,6 +124,9 @@ class Symbols:
         #: equalities canonical() relied on (ShapeEnv symbols): guards of the plan even where the
         #: ShapeEnv guard that proves them is a layout one (unfold's contiguity check pins s0//2 to 1)
         self.pinned: list[Any] = []
+        #: facts in our symbols a conversion relied on (``aten_map``'s squeeze: a kept extent is not 1):
+        #: guards of the plan whatever the ShapeEnv kept
+        self.assumed: list[Any] = []
         #: each expression as first spelled: the recorder's graphs hold a SymInt per use of an
         #: extent, not one node (``as_extent`` simplifies a compound one, ~1 ms)
         self.spelled: dict[sympy.Basic, Any] = {}
@@ -222,6 +225,15 @@ class Symbols:
         for eq in self.pinned:  # in our symbols, each side spelled as it is (no canonical() of its own)
             lhs, rhs = (self._ours(x) for x in (eq.lhs, eq.rhs))
             g = sympy.Eq(lhs, rhs)
+            if g is not sympy.true and g not in seen:
+                seen.add(g)
+                out.append(g)
+        theirs = {v: k for k, v in self.symbols.items()}
+        for g in self.assumed:  # ``s != 1`` of a symbol the ShapeEnv keeps >= 2 (a tensor dim's) says nothing
+            lhs = g.lhs if isinstance(g, sympy.Ne) and g.rhs == 1 and isinstance(g.lhs, sympy.Symbol) else None
+            vr = self.shape_env.var_to_range.get(theirs.get(lhs)) if lhs is not None else None
+            if vr is not None and getattr(vr.lower, "is_number", False) and vr.lower >= 2:
+                continue
             if g is not sympy.true and g not in seen:
                 seen.add(g)
                 out.append(g)
