@@ -228,7 +228,7 @@ class Symbols:
             if g is not sympy.true and g not in seen:
                 seen.add(g)
                 out.append(g)
-        theirs = {v: k for k, v in self.symbols.items()}
+        theirs = {v: k for k, v in self.symbols.items()} if self.assumed else {}
         for g in self.assumed:  # ``s != 1`` of a symbol the ShapeEnv keeps >= 2 (a tensor dim's) says nothing
             lhs = g.lhs if isinstance(g, sympy.Ne) and g.rhs == 1 and isinstance(g.lhs, sympy.Symbol) else None
             vr = self.shape_env.var_to_range.get(theirs.get(lhs)) if lhs is not None else None
@@ -279,14 +279,10 @@ def range_guards(shape_env: ShapeEnv, symbols: dict[sympy.Symbol, sympy.Symbol],
 
 def _implied(g: Any, have: set) -> bool:
     """Cheap syntactic test: ``s >= b`` is implied by ``s > b2`` or ``s >= b2`` with b2 >= b-1 etc.
-    (a guard spelled the other way round, ``1 < s``, as its reverse: ``s > 1``)."""
+    (``Symbols.guards`` spells every inequality with its number on the right)."""
     s, b = g.lhs, int(g.rhs)
     for h in have:
-        if not isinstance(h, sympy.core.relational.Relational):
-            continue
-        if h.rhs == s and h.lhs.is_Integer and isinstance(h, sympy.core.relational._Inequality):
-            h = h.reversed
-        if h.lhs != s or not h.rhs.is_Integer:
+        if not isinstance(h, sympy.core.relational.Relational) or h.lhs != s or not h.rhs.is_Integer:
             continue
         c = int(h.rhs)
         if isinstance(g, sympy.GreaterThan):
