@@ -1064,7 +1064,9 @@ def test_an_opaque_operand_a_rewrite_replaces_by_the_callers_tensor_is_laid_out_
 
     x = torch.full((1,), math.inf).expand(16)  # the harness's copies would make it contiguous
     same(satfuse.optimize(g, x)(x), g(x))
-    assert torch.isnan(g(x)).all()
+    # the kernel paths differ where the CPU's vector gelu overflows to nan (AVX-512 builds; AVX2's gives inf)
+    paths_differ = bool(torch.isnan(F.gelu(x.contiguous())).all() and not torch.isnan(F.gelu(x)).any())
+    assert bool(torch.isnan(g(x)).all()) == paths_differ
     e = torch.tensor([1.5]).expand(2)
     plan, j = satfuse.optimize(h, e), satfuse.jit(h)
     for run in (plan, j, j):
