@@ -376,3 +376,37 @@ def test_fake_memo_changes_no_trace(name, fn, args, monkeypatch) -> None:
     assert got is not None and got.tracer == "recorder"
     if name in {r[0] for r in REPEATS}:
         assert len(made) >= len(got.trace.nodes) // 3, (len(made), len(got.trace.nodes))
+
+
+def _fake_props(f: torch.Tensor) -> tuple:
+    return (type(f), f.shape, f.stride(), f.storage_offset(), f.dtype, f.device, f.requires_grad, f.is_leaf,
+            str(torch._C._dispatch_keys(f)), f.untyped_storage().nbytes(), f.is_conj(), f.is_neg(), f.is_inference())
+
+
+def test_static_input_fakes_are_from_tensors() -> None:
+    """Capture makes a plain input's static fake directly (``fake_inputs.py``): every kind of input
+    gets the fake ``from_tensor`` makes (the plain ones directly, the others from ``from_tensor``
+    itself), a later ``from_tensor`` of the tensor finds that fake, a view of its storage shares
+    its storage, and inputs that share memory go to ``from_tensor`` together."""
+    from satfuse.engine.capture.fake_inputs import _plain, static_fakes
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with torch.inference_mode():
+        inference = torch.randn(2)
+    plain = {"dense": torch.randn(3, 4), "strided": torch.empty_strided((3, 4), (1, 3)), "empty": torch.empty(0, 3),
+             "0-d": torch.tensor(2.0), "int": torch.arange(6), "bool": torch.ones(2, dtype=torch.bool),
+             "complex": torch.randn(2, dtype=torch.cfloat), "half": torch.randn(3, dtype=torch.half)}
+    other = {"view": torch.randn(4)[1:], "grad": torch.randn(2, requires_grad=True), "expanded": torch.randn(1).expand(3),
+             "conj": torch.randn(2, dtype=torch.cfloat).conj(), "parameter": torch.nn.Parameter(torch.randn(2)),
+             "larger storage": torch.randn(10).resize_(2), "inference": inference}
+    for name, t in {**plain, **other}.items():
+        assert _plain(t) == (name in plain), name
+        mode = FakeTensorMode()
+        (fake,) = static_fakes(mode, [t])
+        assert _fake_props(fake) == _fake_props(FakeTensorMode().from_tensor(t)), name
+        assert mode.from_tensor(t) is fake, name
+    mode, base = FakeTensorMode(), torch.randn(5)
+    (fake,) = static_fakes(mode, [base])
+    assert mode.from_tensor(base[2:]).untyped_storage()._cdata == fake.untyped_storage()._cdata
+    a, b, c = static_fakes(FakeTensorMode(), [base, base, base[1:]])
+    assert a is b and a.untyped_storage()._cdata == c.untyped_storage()._cdata

@@ -168,7 +168,7 @@ class FakeMemo:
         if kind == _VIEW and not (len(tensors) == 1 and shared and shared[0] is args[0]):
             return _NO
         if kind == _FRESH and (shared or out.storage_offset() != 0
-                               or out.untyped_storage().nbytes() != _nbytes(out.shape, out.stride(), out.element_size())):
+                               or out.untyped_storage().nbytes() != storage_bytes(out.shape, out.stride(), out.element_size())):
             return _NO
         entry = (tuple(out.shape), out.stride(), out.storage_offset(), out.dtype, out.fake_device)
         made = self._made(*entry, args[0] if kind == _VIEW else None)
@@ -181,20 +181,25 @@ class FakeMemo:
 
     def _made(self, shape: tuple, stride: tuple, offset: int, dtype: torch.dtype, device: torch.device,
               base: FakeTensor | None) -> FakeTensor:
-        """A fake tensor of this geometry, as FakeTensorMode makes one from a cache entry: on
-        ``base``'s storage where it is a view's."""
-        with in_kernel_invocation_manager(self.mode):
-            empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
-            if base is not None:
-                empty.set_(base.untyped_storage(), offset, shape, stride)
-        return FakeTensor(self.mode, empty, device)
+        return fake_of_geometry(self.mode, shape, stride, offset, dtype, device, base)
+
+
+def fake_of_geometry(mode: FakeTensorMode, shape: tuple, stride: tuple, offset: int, dtype: torch.dtype,
+                     device: torch.device, base: FakeTensor | None = None) -> FakeTensor:
+    """A fake tensor of this geometry, as FakeTensorMode makes one from a cache entry: on
+    ``base``'s storage where it is a view's (else a fresh storage of :func:`storage_bytes`)."""
+    with in_kernel_invocation_manager(mode):
+        empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        if base is not None:
+            empty.set_(base.untyped_storage(), offset, shape, stride)
+    return FakeTensor(mode, empty, device)
 
 
 def _geometry(t: Any) -> tuple:
     return (tuple(t.shape), t.stride(), t.storage_offset(), t.untyped_storage()._cdata, t.dtype)
 
 
-def _nbytes(shape: tuple, stride: tuple, itemsize: int) -> int:
+def storage_bytes(shape: tuple, stride: tuple, itemsize: int) -> int:
     """The storage bytes ``empty_strided`` allocates for this geometry."""
     if math.prod(shape) == 0:
         return 0

@@ -33,6 +33,7 @@ from ..log import quiet_torch_tracing
 from .compat import compiling
 from .convert import ITEM_REFUSAL, CaptureError, Converter
 from .eager_checks import EagerRefusal, with_eager_checks
+from .fake_inputs import static_fakes
 from .foreach import foreach_decompositions
 from .functional import (
     TRACING,
@@ -351,12 +352,13 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=False)
     fakes: list[Any] = []
     float_syms: dict[int, Any] = {}  # leaf position -> the float's symbol, for floats traced as 0-d tensors
+    static = iter(static_fakes(mode, [x for x in leaves if isinstance(x, torch.Tensor)]) if shape_env is None else ())
     for k, pos in enumerate(positions):
         x = leaves[pos]
         dyn = pos in dyn_leaves
         src = LocalSource(arg_names[k])
         if isinstance(x, torch.Tensor) and shape_env is None:
-            fakes.append(mode.from_tensor(x))
+            fakes.append(next(static))
         elif isinstance(x, torch.Tensor):
             ctx = StatelessSymbolicContext(
                 dynamic_sizes=[DimDynamic.DYNAMIC if dyn else DimDynamic.STATIC] * x.dim(),
