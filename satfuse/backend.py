@@ -107,6 +107,7 @@ class _Backend:
 
         from satfuse.engine.capture import decomposition_table
         from satfuse.engine.capture.eager_checks import EagerRefusal
+        from satfuse.engine.capture.functional import TRACING
         from satfuse.engine.capture.graph import GuardMark, has_unused_results, writes_tensors
         from satfuse.engine.capture.symbols import track_evaluations
         from satfuse.graph_plans import compile_graph, refused_graph
@@ -127,8 +128,8 @@ class _Backend:
 
             return compiler
 
-        try:
-            with track_evaluations(mark.env):  # which guards AOTAutograd's trace made only for strides
+        try:  # TRACING: AOTAutograd traces eager's kernels, as capture does (engine/capture/eager_kernels.py)
+            with TRACING, track_evaluations(mark.env):  # which guards AOTAutograd's trace made only for strides
                 return aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
                                     inference_compiler=boxed("inference"), decompositions=decomposition_table(),
                                     keep_inference_input_mutations=True)(gm, example_inputs)

@@ -102,6 +102,11 @@ for _n in ("silu", "gelu", "mse_loss", "softplus", "elu", "leaky_relu", "hardtan
 OPS["layer_norm"] = ("nn.functional.layer_norm", "", False)
 OPS["cross_entropy"] = ("nn.functional.cross_entropy", "", False)
 OPS["copy_"] = ("copy_", "", True)  # no OpInfo: samples below (its only variant is in-place)
+# ops torch replaces by Python decompositions under the python dispatcher, traced as eager's (eager_kernels.py)
+for _n in ("softshrink", "hardshrink", "multi_margin_loss", "multilabel_margin_loss"):
+    OPS[_n] = (f"nn.functional.{_n}", "", False)
+for _v in ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear"):
+    OPS[f"interpolate.{_v}"] = ("nn.functional.interpolate", _v, False)
 
 
 @lru_cache(None)

@@ -40,6 +40,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compat import is_inplace_variant
 from .eager_checks import probe_kernel, with_eager_check
+from .eager_kernels import put_back, take_out
 from .foreach import as_eager_runs_it, per_tensor
 from .generators import random_op_traced
 from .inplace import INPLACE_OF, functional_variant
@@ -50,12 +51,16 @@ class TracingLock:
     """The one lock every capture holds while it runs make_fx, functionalization or Dynamo's
     machinery (re-entrant: the ``torch.compile`` backend captures inside Dynamo's own call).
 
-    Held by capture (``trace.capture``), by the backend's graph conversion and by the jit; the
-    first acquisition also imports Dynamo, whose import races when several threads start it."""
+    Held by capture (``trace.capture``), by the backend's graph conversion and AOTAutograd's trace
+    and by the jit; the first acquisition also imports Dynamo, whose import races when several
+    threads start it. While it is held, torch's Python substitutes for ops with kernels of their
+    own are out of the dispatcher (``eager_kernels.py``): every capture traces eager's kernels."""
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._ready = False
+        self._depth = 0  # re-entrant holds by the holding thread
+        self._taken: list[Any] = []
 
     def __enter__(self) -> "TracingLock":
         self._lock.acquire()
@@ -64,10 +69,24 @@ class TracingLock:
             from torch._functorch._aot_autograd import collect_metadata_analysis  # noqa: F401
 
             self._ready = True
+        self._depth += 1
+        if self._depth == 1:
+            try:
+                self._taken = take_out()
+            except BaseException:
+                self._depth -= 1
+                self._lock.release()
+                raise
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._lock.release()
+        self._depth -= 1
+        try:
+            if self._depth == 0:
+                put_back(self._taken)
+                self._taken = []
+        finally:
+            self._lock.release()
 
 
 #: the process's tracing lock (see :class:`TracingLock`)
