@@ -10,12 +10,14 @@ in test_opinfo.KNOWN with the finding that tracks it).
     python bench/opinfo_report.py --limit 3       # the suite's quick slice
     python bench/opinfo_report.py --path engine   # force the engine-level path
     python bench/opinfo_report.py --path jit      # symbolic capture (satfuse.jit, every dim a symbol)
+    python bench/opinfo_report.py --op-db --limit 3   # the rest of PyTorch's OpInfo database
     SATFUSE_OPINFO_DEVICE=cuda python bench/opinfo_report.py --limit 3   # GPU: plans run on nvFuser
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -25,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 warnings.filterwarnings("ignore")
+if "--op-db" in sys.argv:  # read by test_opinfo at import, here and in the workers it starts
+    os.environ["SATFUSE_OPINFO_OP_DB"] = "1"
 
 import test_opinfo as T  # noqa: E402
 
@@ -49,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="optimizer path: plan (optimize), jit (symbolic capture), engine (default: plan)")
     ap.add_argument("--max-failures", type=int, default=5, help="failures printed per op")
     ap.add_argument("--jobs", type=int, default=T.JOBS, help="ops run at once in workers (0: inline, no timeout)")
+    ap.add_argument("--op-db", action="store_true",
+                    help="the ops of PyTorch's OpInfo database beyond tests/test_opinfo.OPS (ids: name[.variant])")
     a = ap.parse_args(argv)
-    ops = a.ops or list(T.OPS)
+    ops = a.ops or ([o for o in T.OPS if T.OPS[o] not in T.VOCAB_OPS] if a.op_db else list(T.OPS))
     unknown = [o for o in ops if o not in T.OPS]
     if unknown:
         ap.error(f"unknown op ids: {unknown}")

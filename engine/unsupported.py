@@ -22,6 +22,14 @@ class Unsupported:
 
 UNSUPPORTED: tuple[Unsupported, ...] = (
     Unsupported(
+        "a torch call whose traced form loses what eager does: an out= tensor torch's kernel does not write when "
+        "traced (torch.linalg.matrix_rank(x, out=o) in torch 2.13), a check on tensor data the kernel makes on "
+        "real tensors only (torch.quantile with a tensor q)",
+        r"does not write the out= tensor|checks on real tensors only",
+        "the composite kernel takes another path for traced tensors (a Python key): it leaves out= as it was, or "
+        "skips the check, where eager writes or raises: no trace holds eager's effect",
+    ),
+    Unsupported(
         "an op with ordered side effects in satfuse.optimize or satfuse.jit (torch.linalg.inv's error check, "
         "an effectful custom op): torch.compile(backend=\"satfuse\") takes it",
         r"an effect token",

@@ -107,7 +107,7 @@ class _Backend:
 
         from satfuse.engine.capture import decomposition_table
         from satfuse.engine.capture.eager_checks import EagerRefusal
-        from satfuse.engine.capture.functional import TRACING
+        from satfuse.engine.capture.functional import TRACING, UntracedEffectError, untraced_check_in
         from satfuse.engine.capture.graph import GuardMark, has_unused_results, writes_tensors
         from satfuse.engine.capture.symbols import track_evaluations
         from satfuse.graph_plans import compile_graph, refused_graph
@@ -117,6 +117,9 @@ class _Backend:
         needs_grad = torch.is_grad_enabled() and any(isinstance(v, torch.Tensor) and v.requires_grad for v in vals)
         if not needs_grad and (writes_tensors(gm) or has_unused_results(gm)):
             return compile_graph(self.engine, self.options, gm, example_inputs, "inference")
+        untraced = untraced_check_in(gm)  # satfuse's capture refuses these; AOTAutograd would skip the check
+        if untraced is not None:
+            return refused_graph(gm, UntracedEffectError(untraced))
         fake_mode = detect_fake_mode(example_inputs)
         mark = GuardMark(fake_mode.shape_env if fake_mode is not None else None)  # before AOTAutograd traces
 

@@ -108,6 +108,18 @@ for _n in ("softshrink", "hardshrink", "multi_margin_loss", "multilabel_margin_l
 for _v in ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear"):
     OPS[f"interpolate.{_v}"] = ("nn.functional.interpolate", _v, False)
 
+#: ``SATFUSE_OPINFO_OP_DB=1`` (``bench/opinfo_report.py --op-db``): every other op of PyTorch's OpInfo
+#: database too, id ``name`` or ``name.variant`` (code nobody on the team wrote; not in the suite)
+OP_DB = os.environ.get("SATFUSE_OPINFO_OP_DB") == "1"
+VOCAB_OPS = frozenset(OPS.values())  # the ops above: satfuse's vocabulary and its neighbours
+if OP_DB:
+    from torch.testing._internal.common_methods_invocations import op_db as _all
+
+    for _o in _all:
+        if (_o.name, _o.variant_test_name, False) not in VOCAB_OPS:
+            OPS.setdefault(f"{_o.name}.{_o.variant_test_name}" if _o.variant_test_name else _o.name,
+                           (_o.name, _o.variant_test_name, False))
+
 
 @lru_cache(None)
 def _op_db() -> dict[tuple[str, str], Any]:

@@ -36,6 +36,8 @@ from torch._subclasses.fake_tensor import FakeTensor
 from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 from torch.fx._lazy_graph_module import _use_lazy_graph_module
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.fx.experimental.symbolic_shapes import guard_or_true
+from torch.overrides import TorchFunctionMode, resolve_name
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .compat import is_inplace_variant
@@ -146,7 +148,8 @@ def trace_functional(flat_fn: Callable, fakes: Sequence[Any], decompositions: di
             autocast = _get_autocast_states()
             check.track_inputs(f_args, [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and sum(
                 b is a for b in args) > 1])
-            with check, LayoutDecisions(check.diverged, lambda t: _storage_id(t) in check.written_any):
+            with check, LayoutDecisions(check.diverged, lambda t: _storage_id(t) in check.written_any), \
+                    UntracedEffects(check):
                 try:
                     outs = flat_fn(*f_args)
                 except LayoutDivergenceError as e:
@@ -938,6 +941,8 @@ class EagerRewrites(_OverlapCheck):
         # every storage the program wrote (inputs and its own tensors), kept alive: a freed storage's
         # address (its id here) is reused, and a fresh tensor there would read as written
         self.written_any: dict[int, Any] = {}
+        self.writes = 0  # writes seen so far; ``last_write``: storage id -> the number of its latest
+        self.last_write: dict[int, int] = {}
         self.diverged = Diverged()  # views of written tensors whose layout is not eager's (layouts.py)
         #: in-place view ops on inputs, in program order: (input position, method, arguments)
         self.restrides: list[tuple[int, str, tuple]] = []
@@ -1029,6 +1034,8 @@ class EagerRewrites(_OverlapCheck):
                 if a.alias_info is not None and a.alias_info.is_write and isinstance(v, torch.Tensor):
                     sid = _storage_id(v)
                     self.written_any[sid] = v.untyped_storage() if sid >= 0 else v
+                    self.writes += 1
+                    self.last_write[sid] = self.writes
                     if sid in self.inputs:
                         self.written.add(sid)
                         for i, _ in self.inputs[sid]:  # a write after the input's own in-place view op
@@ -1117,6 +1124,82 @@ class _Through(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         return self.owner.__torch_dispatch__(func, types, args, kwargs)
+
+
+class UntracedEffects(TorchFunctionMode):
+    """Torch calls whose traced form loses something eager does, refused
+    (:class:`UntracedEffectError`) rather than planned without it:
+
+    - each tensor a call is given as ``out=`` must be written by an op the trace sees. Some of
+      torch's composite kernels take another path for tensors with a Python key (every traced
+      tensor) and leave ``out`` as it was: torch 2.13's ``linalg.matrix_rank(x, out=o)`` computes
+      the rank and never writes ``o`` under a dispatch mode, where eager writes it (a plan returned
+      ``o`` untouched, as Dynamo's ``aot_eager`` does). An empty ``out`` needs no write.
+    - composites whose check on tensor data the traced form skips (:data:`_UNTRACED_CHECKS`):
+      ``torch.quantile(x, q)`` raises where a tensor ``q`` leaves [0, 1], a check its kernel makes
+      only on real tensors; a plan would return a value."""
+
+    def __init__(self, check: EagerRewrites) -> None:
+        super().__init__()
+        self.check = check
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        unchecked = _UNTRACED_CHECKS.get(func)
+        if unchecked is not None:
+            what = unchecked(args, kwargs)
+            if what:
+                raise UntracedEffectError(f"{resolve_name(func) or func}: {what}, which its kernel checks on real "
+                                          "tensors only: a traced call skips the check, so a plan could return "
+                                          "where eager raises (pass it as a Python number, or run it eagerly)")
+        out = kwargs.get("out")
+        if out is None:
+            return func(*args, **kwargs)
+        mark = self.check.writes
+        result = func(*args, **kwargs)
+        for t in out if isinstance(out, (list, tuple)) else (out,):
+            if isinstance(t, torch.Tensor) and guard_or_true(t.numel() != 0) and \
+                    self.check.last_write.get(_storage_id(t), 0) <= mark:
+                raise UntracedEffectError(
+                    f"{resolve_name(func) or func}(..., out=...): torch's kernel does not write the out= tensor "
+                    "through any op a trace sees (its composite takes another path for traced tensors), so eager's "
+                    "write cannot be traced: call it without out= and copy the result into the tensor")
+        return result
+
+
+def _tensor_q(args: tuple, kwargs: dict) -> str:
+    q = args[1] if len(args) > 1 else kwargs.get("q")
+    return "q is a tensor, whose values must lie in [0, 1]" if isinstance(q, torch.Tensor) else ""
+
+
+#: torch functions whose kernel checks tensor data only when the tensors are real -> what to refuse
+_UNTRACED_CHECKS: dict[Any, Callable[[tuple, dict], str]] = {
+    f: _tensor_q for f in (torch.quantile, torch.nanquantile, torch.Tensor.quantile, torch.Tensor.nanquantile)}
+
+
+def untraced_check_in(gm: torch.fx.GraphModule) -> str | None:
+    """The first call of Dynamo's graph ``gm`` whose data check a trace would skip (what
+    :class:`UntracedEffects` refuses), as a message; None where there is none. AOTAutograd traces
+    such a graph without satfuse's modes: the backend runs it eagerly instead."""
+    for n in gm.graph.nodes:
+        if n.op == "call_function":
+            f = n.target
+        elif n.op == "call_method":
+            f = getattr(torch.Tensor, str(n.target), None)
+        else:
+            continue
+        unchecked = _UNTRACED_CHECKS.get(f)
+        if unchecked is None:
+            continue
+        args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: a.meta.get("example_value", a))
+        what = unchecked(tuple(args), dict(kwargs))
+        if what:
+            return f"{resolve_name(f) or f}: {what}, which its kernel checks on real tensors only"
+    return None
+
+
+class UntracedEffectError(RuntimeError):
+    """A torch call whose traced form loses an effect of eager's (see :class:`UntracedEffects`)."""
 
 
 class _CheckedCalls(TorchDispatchMode):

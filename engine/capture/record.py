@@ -46,6 +46,7 @@ from .functional import (
     AliasInfo,
     EagerRewrites,
     FunctionalGraph,
+    UntracedEffects,
     _is_inplace_view,
     _storage_id,
     _views,
@@ -106,7 +107,7 @@ def trace_recorded(flat_fn: Callable, fakes: Sequence[Any], decompositions: dict
     # no LayoutDecisions (layouts.py: a torch-function mode, half of the checks' overhead on
     # GPT-style blocks): it acts on views of written tensors, where the recorder stops, and on views
     # whose layout diverged from eager's, which its writes (each laid out as its target) never make
-    with enable_python_dispatcher(), rec, check:
+    with enable_python_dispatcher(), rec, check, UntracedEffects(check):
         outs = flat_fn(*fakes)
     if autocast != _get_autocast_states() or check.restrides:
         raise NotRecordable("the program changes state a plan carries back")

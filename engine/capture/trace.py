@@ -42,6 +42,7 @@ from .functional import (
     MetadataMutationError,
     OrderDependentWriteError,
     OverlappingInputWriteError,
+    UntracedEffectError,
     op_leaves,
     trace_functional,
 )
@@ -406,7 +407,7 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
                 _tensorify(fg.gm, shape_env, mode, float_syms)
     except (IRError, EagerError, EagerRefusal, _SpecializeFloats, _NotRecorded):
         raise
-    except (MetadataMutationError, OrderDependentWriteError, OverlappingInputWriteError) as e:
+    except (MetadataMutationError, OrderDependentWriteError, OverlappingInputWriteError, UntracedEffectError) as e:
         raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {e}") from e
     except ValueError as e:
         if "Cannot view a tensor with shape" not in str(e):
