@@ -424,6 +424,9 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
     except Exception as e:  # torch raises many kinds; say where it came from
         if "local_scalar_dense" in str(e):  # the fake kernel has no .item() for this dtype (complex)
             raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {ITEM_REFUSAL}") from e
+        data = _data_dependence(e)
+        if data:
+            raise CaptureError(f"capture of {getattr(fn, '__name__', fn)!r}: {data}") from e
         raise TracingError(f"capture of {getattr(fn, '__name__', fn)!r} failed while tracing: "
                            f"{type(e).__name__}: {e}{_REAL_TENSOR_HINT if 'FakeTensor' in str(e) else ''}") from e
     shape_env = shape_env or ShapeEnv(duck_shape=False)  # static: no symbol, no guard
@@ -439,6 +442,20 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
     log.capture.debug("captured trace:\n%s", trace)
     return Captured(trace, in_spec, out_spec_box[-1] if out_spec_box else None, leaves, positions, secs, tracer,
                     conv.hints, tuple(k for k, pos in enumerate(positions) if pos in float_syms))
+
+
+def _data_dependence(e: BaseException) -> str:
+    """What a fake tensor's refusal to compute without data says, in the user's terms ('' for
+    another error): a Python value or an output shape that depends on tensor values."""
+    from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicOutputShapeException
+
+    if isinstance(e, DataDependentOutputException):
+        return (f"{e.func} returns a Python value computed from tensor data (data-dependent, as .item() is): a "
+                "plan is built before the data is seen")
+    if isinstance(e, DynamicOutputShapeException):
+        return (f"{e.func}: the shape of its result depends on tensor data (an output shape depends on tensor "
+                "data): a plan's extents come from input shapes alone")
+    return ""
 
 
 def _view_refused_by_eager(flat_fn: Callable, fakes: list, mode: FakeTensorMode) -> ValueError | None:
