@@ -76,3 +76,17 @@ def test_quantile_of_a_tensor_q_keeps_eagers_range_check(call: str) -> None:
                 run(xs, bad)
     plan = satfuse.optimize(lambda x: torch.quantile(x, 0.3), x)  # a number: checked while tracing, as eager
     torch.testing.assert_close(plan(x), torch.quantile(x, 0.3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.float32])
+@pytest.mark.parametrize("dynamic", [True, False])
+def test_a_tensor_inputs_item_is_never_the_examples(dtype: torch.dtype, dynamic: bool) -> None:
+    """``from_tensor`` with a ShapeEnv backs a 0-d CPU int64/float64 tensor's ``.item()`` by a
+    symbol of its value (Dynamo's unspecialized numbers): ``satfuse.jit(lambda x: x.item())``
+    returned the first call's value on every later call. The value is data: jit runs such calls
+    eagerly, as it does ``(x + 1).item()``."""
+    j = satfuse.jit(lambda x: (x.item(), x * 2), dynamic=dynamic)
+    for v in (3, -5, 7):
+        x = torch.tensor(v, dtype=dtype)
+        got = j(x)
+        assert got[0] == x.item() and torch.equal(got[1], x * 2)

@@ -365,7 +365,13 @@ def _traced(fn: Callable, example_inputs: tuple, example_kwargs: dict, dynamic: 
                 dynamic_sizes=[DimDynamic.DYNAMIC if dyn else DimDynamic.STATIC] * x.dim(),
                 constraint_sizes=[None] * x.dim(),
             )
-            fakes.append(mode.from_tensor(x, symbolic_context=ctx, source=src))
+            fake = mode.from_tensor(x, symbolic_context=ctx, source=src)
+            if fake.item_memo is not None:
+                # from_tensor backs a 0-d CPU int64/float64 tensor's .item() by a symbol of its value
+                # (Dynamo's unspecialized numbers): a tensor's data is no traced value, or a plan
+                # would return the example's (jit of ``x.item()`` answered -4.8 on every call)
+                fake.item_memo = None
+            fakes.append(fake)
         elif type(x) is int and dyn:
             fakes.append(shape_env.create_unspecified_symint_and_symbol(x, src, DimDynamic.DYNAMIC))
         elif type(x) is float and dyn and fixed_floats is not None and pos not in fixed_floats and math.isfinite(x):
