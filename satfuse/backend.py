@@ -138,3 +138,9 @@ class _Backend:
                                     keep_inference_input_mutations=True)(gm, example_inputs)
         except EagerRefusal as e:  # a decomposition's probe: eager's kernel refuses these dtypes
             return refused_graph(gm, e)
+        except Exception as e:  # noqa: BLE001 - AOTAutograd could not trace it: Dynamo's graph runs eagerly
+            # e.g. a backward kernel whose meta cannot take symbolic shapes (softshrink_backward), traced
+            # now that torch's Python substitute no longer hides it (engine/capture/eager_kernels.py)
+            if type(e).__module__.startswith("torch._dynamo"):
+                raise  # Dynamo's own signals (restart with a float specialized, ...)
+            return refused_graph(gm, e)
