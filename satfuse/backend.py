@@ -141,6 +141,6 @@ class _Backend:
         except Exception as e:  # noqa: BLE001 - AOTAutograd could not trace it: Dynamo's graph runs eagerly
             # e.g. a backward kernel whose meta cannot take symbolic shapes (softshrink_backward), traced
             # now that torch's Python substitute no longer hides it (engine/capture/eager_kernels.py)
-            if type(e).__module__.startswith("torch._dynamo"):
-                raise  # Dynamo's own signals (restart with a float specialized, ...)
+            if type(e).__module__.startswith(("torch._dynamo", "torch._subclasses")):
+                raise  # Dynamo's own signals, and the fake tensor's it breaks the graph at (nonzero's shape)
             return refused_graph(gm, e)
