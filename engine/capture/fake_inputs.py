@@ -20,6 +20,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from .fake_memo import fake_of_geometry, storage_bytes
+from .functional import _storage_id
 
 #: the dispatch keys of a fresh tensor per (device, dtype): an input with other keys is not plain
 _PLAIN_KEYS: dict[tuple, Any] = {}
@@ -27,15 +28,8 @@ _PLAIN_KEYS: dict[tuple, Any] = {}
 
 def static_fakes(mode: FakeTensorMode, tensors: Sequence[torch.Tensor]) -> list[Any]:
     """A static fake tensor of ``mode`` for each of ``tensors`` (the inputs of one capture)."""
-    counts = Counter(_storage_key(t) for t in tensors)
-    return [_fake(mode, t) if counts[_storage_key(t)] == 1 and _plain(t) else mode.from_tensor(t) for t in tensors]
-
-
-def _storage_key(t: torch.Tensor) -> Any:
-    try:
-        return t.untyped_storage()._cdata
-    except (RuntimeError, NotImplementedError):  # no storage (a sparse or nested tensor): not plain
-        return ("no storage", id(t))
+    counts = Counter(_storage_id(t) for t in tensors)
+    return [_fake(mode, t) if counts[_storage_id(t)] == 1 and _plain(t) else mode.from_tensor(t) for t in tensors]
 
 
 def _plain(t: torch.Tensor) -> bool:

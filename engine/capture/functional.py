@@ -1145,13 +1145,10 @@ class UntracedEffects(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        unchecked = _UNTRACED_CHECKS.get(func)
-        if unchecked is not None:
-            what = unchecked(args, kwargs)
-            if what:
-                raise UntracedEffectError(f"{resolve_name(func) or func}: {what}, which its kernel checks on real "
-                                          "tensors only: a traced call skips the check, so a plan could return "
-                                          "where eager raises (pass it as a Python number, or run it eagerly)")
+        unchecked = untraced_check(func, args, kwargs)
+        if unchecked:
+            raise UntracedEffectError(f"{unchecked}: a traced call skips the check, so a plan could return where "
+                                      "eager raises (pass it as a Python number, or run it eagerly)")
         out = kwargs.get("out")
         if out is None:
             return func(*args, **kwargs)
@@ -1177,6 +1174,14 @@ _UNTRACED_CHECKS: dict[Any, Callable[[tuple, dict], str]] = {
     f: _tensor_q for f in (torch.quantile, torch.nanquantile, torch.Tensor.quantile, torch.Tensor.nanquantile)}
 
 
+def untraced_check(func: Any, args: tuple, kwargs: dict) -> str:
+    """Why the call ``func(*args, **kwargs)`` loses a check of :data:`_UNTRACED_CHECKS` when traced
+    ('' where it does not)."""
+    unchecked = _UNTRACED_CHECKS.get(func)
+    what = unchecked(args, kwargs) if unchecked is not None else ""
+    return f"{resolve_name(func) or func}: {what}, which its kernel checks on real tensors only" if what else ""
+
+
 def untraced_check_in(gm: torch.fx.GraphModule) -> str | None:
     """The first call of Dynamo's graph ``gm`` whose data check a trace would skip (what
     :class:`UntracedEffects` refuses), as a message; None where there is none. AOTAutograd traces
@@ -1188,13 +1193,12 @@ def untraced_check_in(gm: torch.fx.GraphModule) -> str | None:
             f = getattr(torch.Tensor, str(n.target), None)
         else:
             continue
-        unchecked = _UNTRACED_CHECKS.get(f)
-        if unchecked is None:
+        if f not in _UNTRACED_CHECKS:
             continue
         args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: a.meta.get("example_value", a))
-        what = unchecked(tuple(args), dict(kwargs))
-        if what:
-            return f"{resolve_name(f) or f}: {what}, which its kernel checks on real tensors only"
+        unchecked = untraced_check(f, tuple(args), dict(kwargs))
+        if unchecked:
+            return unchecked
     return None
 
 
