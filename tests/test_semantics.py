@@ -295,6 +295,29 @@ def test_half_kernels_whose_decomposition_rounds_per_op_run_as_eagers(dtype):
     check_optimize(lambda t, c: (t * 2, F.cross_entropy(t * 2, c)), x, bad)
 
 
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_torch_call_s_results_are_typed_as_eager_s_kernel_returns_them(dtype):
+    """A torch call the plan runs returns what eager's kernel returns, whose dtype a meta kernel
+    may state otherwise: f16/bf16 training batch norm's running statistics are f32 on meta (its
+    decomposition promotes them) and the input's dtype in eager; every plan raised "defined as
+    Float, got torch.bfloat16" at run time. Running statistics written, module and jit alike."""
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(4, 3, 5, generator=g, dtype=torch.float64).to(dtype)
+    stats = [torch.zeros(3, dtype=dtype), torch.ones(3, dtype=dtype)]
+    affine = [torch.randn(3, generator=g).to(dtype) for _ in range(2)]
+    check_optimize(lambda t, m, v, w, b: F.batch_norm(t, m, v, w, b, training=True, momentum=0.3), x, *stats, *affine)
+    check_optimize(lambda t, m, v: F.instance_norm(t, m, v, use_input_stats=True) * 2, x, *stats)
+    bn = torch.nn.BatchNorm1d(3).to(dtype)
+    before = {k: v.clone() for k, v in bn.state_dict().items()}
+    want = bn(x)
+    after = {k: v.clone() for k, v in bn.state_dict().items()}
+    bn.load_state_dict(before)  # the jit's call starts from the state eager's did
+    got = satfuse.jit(bn)(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    for k, v in bn.state_dict().items():
+        torch.testing.assert_close(v, after[k], rtol=0, atol=0)
+
 def test_a_number_operand_of_add_sub_and_rsub_is_taken_as_eager_takes_it():
     """``-1.7 - t`` in f16 subtracts from -1.7 rounded to f16 (-1.7002: 0 where t is -1.7002),
     and ``add(t, 2.0, alpha=0.1)`` in f64 is ``fma(2.0, 0.1, t)``, not ``t`` plus a float32

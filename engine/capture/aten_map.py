@@ -12,9 +12,10 @@ from typing import Any, Callable
 import sympy
 import torch
 
-from ..ir import DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
+from ..ir import DTYPE_NAMES, DTYPES, FLOAT_DTYPES, INT_DTYPES, ScalarType, TensorType, Var, as_extent, dtype_name
 from ..vocab import BINARY, EAGER_COPIES, EAGER_MADE, EAGER_STRIDES, UNARY, prod_extents
 from . import compat
+from .eager_checks import eager_result_dtypes
 from .eager_paths import eager_copies, eager_strides
 from .inplace import INPLACE_OF, functional_variant
 
@@ -98,10 +99,33 @@ class Builder:
         if isinstance(val, (list, tuple)):
             # a backward op leaves out the gradients its ``output_mask`` does not ask for (None)
             types = [ScalarType("none") if v is None else self.c.type_of(v) for v in val]
-            return list(self.c.emit_multi(name, args, kwargs, types, self.n.name))
+            eager = self._eager_types(tgt, types, inplace is None if hasattr(tgt, "_opname") else False)
+            outs = self.c.emit_multi(name, args, kwargs, eager, self.n.name)
+            return [self._as_traced(o, t) for o, t in zip(outs, types)]
         if not isinstance(val, torch.Tensor):
             raise ValueError(f"opaque op {name} returns {type(val).__name__}, which satfuse cannot carry")
-        return self.c.emit(name, args, self.n, kwargs=kwargs, hint=self.n.name, out_type=self.c.type_of(val))
+        typ = self.c.type_of(val)
+        [eager] = self._eager_types(tgt, [typ], hasattr(tgt, "_opname") and inplace is None)
+        return self._as_traced(self.c.emit(name, args, self.n, kwargs=kwargs, hint=self.n.name, out_type=eager), typ)
+
+    def _eager_types(self, tgt: Any, types: list, probe: bool) -> list:
+        """``types`` (the fake kernel's, which the traced program computed with) with each dtype
+        eager's kernel returns otherwise (``eager_checks.eager_result_dtypes``): the plan runs
+        eager's kernel, so its results must be typed as eager's kernel makes them."""
+        if not probe:
+            return types
+        vals = torch.utils._pytree.tree_map_only(torch.fx.Node, lambda a: a.meta.get("val"), (self.n.args, self.n.kwargs))
+        got = eager_result_dtypes(tgt, *vals)
+        if got is None or len(got) != len(types):
+            return types
+        return [t.with_(dtype=dtype_name(d)) if isinstance(t, TensorType) and d is not None and d in DTYPE_NAMES
+                and dtype_name(d) != t.dtype else t for t, d in zip(types, got)]
+
+    def _as_traced(self, v: Any, typ: Any) -> Any:
+        """``v`` (eager's result) cast to ``typ``'s dtype where the traced program had another."""
+        if isinstance(typ, TensorType) and isinstance(v, Var) and isinstance(v.type, TensorType) and v.type.dtype != typ.dtype:
+            return self.c.emit("cast", (v, typ.dtype), self.n, hint=self.n.name, out_type=typ)
+        return v
 
     # The graph is functional (capture/functional.py), so a view, an alias and a clone are all
     # just values here; converters still say which one eager returns, for the reader.

@@ -269,7 +269,8 @@ _KERNEL_REFUSAL = re.compile(r"not implemented for|only support floating point|B
                              r"alpha must not be a floating point number|Boolean alpha only supported|"
                              r"expected dtype [^`]+ for `\w+` but got dtype|Integers to negative integer powers are not allowed|"
                              r"Integer division with addcdiv is no longer supported")
-_PROBED: dict[tuple, tuple[BaseException | None, torch.dtype | None]] = {}
+#: per probe key: the real kernel's refusal, its single tensor result's dtype, and every result's dtype
+_PROBED: dict[tuple, tuple[BaseException | None, torch.dtype | None, tuple[torch.dtype | None, ...] | None]] = {}
 
 
 def _probe_key(func: Any, leaves: list[Any]) -> tuple | None:
@@ -498,6 +499,26 @@ def _probe(func: Any, args: tuple, kwargs: dict, keep: bool = True) -> tuple[Bas
     """The real kernel's refusal and result dtype on tiny tensors like the arguments (cached per
     probe key unless ``keep`` is False: a bisection's values); (None, None) where an argument is
     symbolic."""
+    return _probe_run(func, args, kwargs, keep)[:2]
+
+
+def eager_result_dtypes(func: Any, args: tuple, kwargs: dict) -> tuple[torch.dtype | None, ...] | None:
+    """The dtype of each result eager's kernel returns for ``func`` on arguments like these (a
+    non-tensor result: None), from the probe; None where it does not run (``_probe_skips``, a
+    factory or sized op, a symbolic argument) or the kernel raised on the probe's tiny tensors.
+
+    Where a meta kernel types a result otherwise, a plan running eager's kernel gets eager's
+    dtype: ``_native_batch_norm_legit_functional`` of bf16 running statistics returns them bf16
+    in eager, f32 on meta (torch 2.13's decomposition promotes them with its f32 statistics)."""
+    if getattr(func, "namespace", None) != "aten" or _probe_skips(func, args, kwargs) or \
+            _PROBE_KIND[func] not in ("op", "pointwise"):
+        return None
+    err, _, dtypes = _probe_run(func, args, kwargs, True)
+    return dtypes if err is None and dtypes else None
+
+
+def _probe_run(func: Any, args: tuple, kwargs: dict, keep: bool) -> tuple[BaseException | None, torch.dtype | None,
+                                                                         tuple[torch.dtype | None, ...] | None]:
     from torch.utils._python_dispatch import _disable_current_modes
 
     if not kwargs and not any(isinstance(a, (list, tuple, dict)) for a in args):
@@ -506,13 +527,14 @@ def _probe(func: Any, args: tuple, kwargs: dict, keep: bool = True) -> tuple[Bas
         leaves, spec = pytree.tree_flatten((args, kwargs))
     key = _probe_key(func, leaves)
     if key is None:
-        return None, None
+        return None, None, ()
     hit = _PROBED.get(key)
     if hit is None:
         if spec is None:
             leaves, spec = pytree.tree_flatten((args, kwargs))
         err: BaseException | None = None
         dtype: torch.dtype | None = None
+        dtypes: tuple[torch.dtype | None, ...] | None = ()
         with _disable_current_modes(), torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the program's own warnings come from its trace, once
             real = [torch.zeros(k[3], dtype=k[1], device=k[2]) if isinstance(k, tuple) and k and k[0] == "T" else x
@@ -521,10 +543,12 @@ def _probe(func: Any, args: tuple, kwargs: dict, keep: bool = True) -> tuple[Bas
             try:
                 out = func(*p_args, **p_kwargs)
                 dtype = out.dtype if isinstance(out, torch.Tensor) else None
+                dtypes = tuple(o.dtype if isinstance(o, torch.Tensor) else None
+                               for o in (out if isinstance(out, (list, tuple)) else (out,)))
             except Exception as e:  # noqa: BLE001 - only the value-independent refusals count
-                if _KERNEL_REFUSAL.search(str(e)):
-                    err = e
-        hit = (err, dtype)
+                err = e if _KERNEL_REFUSAL.search(str(e)) else None
+                dtypes = None  # no answer: the kernel failed on the probe's tiny tensors
+        hit = (err, dtype, dtypes)
         if keep:
             _PROBED[key] = hit
     return hit
