@@ -318,6 +318,27 @@ def test_a_torch_call_s_results_are_typed_as_eager_s_kernel_returns_them(dtype):
     for k, v in bn.state_dict().items():
         torch.testing.assert_close(v, after[k], rtol=0, atol=0)
 
+
+def test_an_in_place_op_whose_functional_form_orders_its_arguments_otherwise_is_planned():
+    """``polygamma_(self, n)``'s out-of-place form is ``polygamma(n, self)``, which torch's
+    functionalization cannot pair (it raised for the alias annotation); an int target still
+    raises eager's cast error, every input untouched."""
+    x = torch.rand(4, 5, generator=torch.Generator().manual_seed(12), dtype=torch.float64) + 0.5
+
+    def f(t):
+        t.polygamma_(1)
+        return t * 2
+
+    for dt in (torch.float32, torch.bfloat16):
+        check_optimize(f, x.to(dt))
+        check_jit(f, (x.to(dt),), exact=False)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        f(torch.arange(3))
+    ints = torch.arange(3)
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        satfuse.optimize(f, ints)
+    assert torch.equal(ints, torch.arange(3))
+
 def test_a_number_operand_of_add_sub_and_rsub_is_taken_as_eager_takes_it():
     """``-1.7 - t`` in f16 subtracts from -1.7 rounded to f16 (-1.7002: 0 where t is -1.7002),
     and ``add(t, 2.0, alpha=0.1)`` in f64 is ``fma(2.0, 0.1, t)``, not ``t`` plus a float32

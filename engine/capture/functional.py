@@ -45,7 +45,7 @@ from .eager_checks import probe_kernel, with_eager_check
 from .eager_kernels import put_back, take_out
 from .foreach import as_eager_runs_it, per_tensor
 from .generators import random_op_traced
-from .inplace import INPLACE_OF, functional_variant
+from .inplace import INPLACE_OF, functional_variant, reordered_variant
 from .layouts import Diverged, LayoutDecisions, LayoutDivergenceError
 
 
@@ -1060,6 +1060,9 @@ class EagerRewrites(_OverlapCheck):
                 twin = _pointwise_into_out(func, args, kwargs)
             if twin is not None:
                 return twin
+            reordered = reordered_variant(func)
+            if reordered is not None:
+                return self._by_name(func, *reordered, args, kwargs)
             return self._in_eagers_dtype(func, args, kwargs)
         out = self._checked(func, args, kwargs)
         if (getattr(func, "is_view", False) and args and isinstance(args[0], torch.Tensor)
@@ -1098,6 +1101,15 @@ class EagerRewrites(_OverlapCheck):
             fn = per_tensor(func)
         with _Through(self):
             return fn(*args, **kwargs)
+
+    def _by_name(self, func: Any, functional: Any, names: list[str], args: tuple, kwargs: dict) -> Any:
+        """An in-place op whose out-of-place overload orders its arguments otherwise
+        (``inplace.reordered_variant``): that overload copied into the target, after the in-place
+        kernel's own checks (its dtype: an int ``polygamma_`` raises in eager, where a copy would cast)."""
+        probe_kernel(func, args, kwargs)
+        bound = {**dict(zip([a.name for a in func._schema.arguments], args)), **kwargs}
+        with _CheckedCalls(self):
+            return args[0].copy_(functional(*[bound[n] for n in names if n in bound]))
 
     def _in_eagers_dtype(self, func: Any, args: tuple, kwargs: dict) -> Any:
         """A write op as it is; where its meta kernel promotes past the target's dtype and so refuses

@@ -28,6 +28,21 @@ def functional_variant(func: Any) -> Any:
     return cand
 
 
+
+def reordered_variant(func: Any) -> tuple[Any, list[str]] | None:
+    """The out-of-place overload of an in-place op that writes ``self`` and takes the same arguments
+    in another order, with that order's names (``polygamma_(self, n)``: ``polygamma(n, self)``),
+    which functionalization cannot pair (torch raises for its alias annotations); else None."""
+    packet, schema = getattr(func, "_overloadpacket", None), getattr(func, "_schema", None)
+    if packet is None or schema is None or not packet.__name__.endswith("_") or packet.__name__.startswith("_"):
+        return None
+    written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+    cand = getattr(getattr(torch.ops.aten, packet.__name__[:-1], None), func._overloadname, None)
+    if written != ["self"] or cand is None or cand._schema.is_mutable:
+        return None
+    names, theirs = [a.name for a in cand._schema.arguments], [a.name for a in schema.arguments]
+    return (cand, names) if names != theirs and sorted(names) == sorted(theirs) else None
+
 #: ``node.meta["custom"][INPLACE_OF]``: the node computes the value an in-place op of the program
 #: (this overload) wrote into its first operand; capture runs it as that op (``aten_map``)
 INPLACE_OF = "satfuse_inplace_of"
