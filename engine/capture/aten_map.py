@@ -76,9 +76,11 @@ class Builder:
     def opaque(self, tgt: Any) -> Any:
         args = tuple(self.c.value(a) for a in self.n.args)
         kwargs = {k: self.c.value(v) for k, v in self.n.kwargs.items()}
+        probe = False  # the plan runs this very op: its results' dtypes are eager's kernel's
         if hasattr(tgt, "_opname"):
             name = f"{tgt.namespace}.{tgt._opname}.{tgt._overloadname}"
             inplace = _inplace_of(self.n, tgt)
+            probe = inplace is None
             if inplace is not None:  # eager's in-place kernel made this value: the plan runs it (on a copy)
                 name = f"{inplace.namespace}.{inplace._opname}.{inplace._overloadname}"
         elif isinstance(tgt, torch._ops.HigherOrderOperator):  # auto_functionalized_v2: a custom op that writes
@@ -99,13 +101,13 @@ class Builder:
         if isinstance(val, (list, tuple)):
             # a backward op leaves out the gradients its ``output_mask`` does not ask for (None)
             types = [ScalarType("none") if v is None else self.c.type_of(v) for v in val]
-            eager = self._eager_types(tgt, types, inplace is None if hasattr(tgt, "_opname") else False)
+            eager = self._eager_types(tgt, types, probe)
             outs = self.c.emit_multi(name, args, kwargs, eager, self.n.name)
             return [self._as_traced(o, t) for o, t in zip(outs, types)]
         if not isinstance(val, torch.Tensor):
             raise ValueError(f"opaque op {name} returns {type(val).__name__}, which satfuse cannot carry")
         typ = self.c.type_of(val)
-        [eager] = self._eager_types(tgt, [typ], hasattr(tgt, "_opname") and inplace is None)
+        [eager] = self._eager_types(tgt, [typ], probe)
         return self._as_traced(self.c.emit(name, args, self.n, kwargs=kwargs, hint=self.n.name, out_type=eager), typ)
 
     def _eager_types(self, tgt: Any, types: list, probe: bool) -> list:
