@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU check of satfuse in one run on a lent GPU machine (Python 3.12 with torch 2.11 + CUDA,
 # no network, 64 MiB carried): the nvFuser/CUDA test lane, the CUDA cost of a data obligation's
-# check, the OpInfo report on CUDA (plans on real nvFuser), random programs on CUDA (bench/fuzz.py
+# check, plans held bit for bit to eager's CUDA kernels (bench/eager_exactness.py --device cuda),
+# the OpInfo report on CUDA (plans on real nvFuser), random programs on CUDA (bench/fuzz.py
 # --device cuda), and bench/run.py's GPU timings (eager, Inductor, satfuse with kernels measured by
 # torch.profiler beside the cost model's). Logs go to $OUT (default /tmp/satfuse-device).
 #
@@ -9,9 +10,9 @@
 #   bash ../shared/tools/nvfuser-carry.sh .nvf        # real nvFuser, ~24 MiB
 #   bench/device.sh --prepare                         # egglog 13.2's cp312 bindings (stripped), expecttest: .dev/
 # Then run it there with carry [".nvf", ".dev"]:
-#   bash bench/device.sh [lane] [obligation] [opinfo] [fuzz] [bench]   # default: all but fuzz, in that order
-#   bash bench/device.sh lane+opinfo+fuzz bench    # steps joined by '+' run at once (keep timings alone)
-# Knobs: LANE_TIMEOUT, BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_OPS (op ids), OPINFO_LIMIT,
+#   bash bench/device.sh [lane] [obligation] [exact] [opinfo] [fuzz] [bench]   # default: all but fuzz, in that order
+#   bash bench/device.sh lane+exact+opinfo+fuzz bench    # steps joined by '+' run at once (keep timings alone)
+# Knobs: LANE_TIMEOUT, EXACT_FAMILIES, EXACT_TIMEOUT, BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_OPS (op ids), OPINFO_LIMIT,
 # OPINFO_JOBS, OPINFO_TIMEOUT, OBLIGATION_REPS, OBLIGATION_TIMEOUT (each of its three runs),
 # FUZZ_RUNS ("mode:seed ..." campaigns run at once), FUZZ_TIME (seconds each), FUZZ_DEVICE (default cuda).
 #
@@ -46,7 +47,7 @@ tar -C /tmp/satfuse-site -xJf .dev/egglog-bindings.tar.xz
 for d in engine rewrites lowering rules; do ln -sfn "../$d" "satfuse/$d"; done
 export PYTHONPATH="$PWD:/tmp/satfuse-site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(lane obligation opinfo bench)
+[ ${#steps[@]} -eq 0 ] && steps=(lane obligation exact opinfo bench)
 
 python3 - <<'PY' 2>&1 | tee "$OUT/env.log"
 import torch
@@ -74,6 +75,15 @@ step() {
         timeout "${OBLIGATION_TIMEOUT:-90}" python3 bench/obligation_check.py --device "${dn%:*}" --n "${dn#*:}" \
           --reps "${OBLIGATION_REPS:-100}" 2>&1
       done > "$OUT/obligation.log"; cat "$OUT/obligation.log" ;;
+    exact)
+      # one process per family, at once (each compiles its own plans)
+      local fam
+      for fam in ${EXACT_FAMILIES:-unary-dtypes binary-dtypes binary-layouts resize composite-half}; do
+        timeout "${EXACT_TIMEOUT:-200}" python3 bench/eager_exactness.py --device cuda --show 40 "$fam" \
+          > "/tmp/exact-$fam.log" 2>&1 &
+      done
+      wait
+      cat /tmp/exact-*.log > "$OUT/exact.log"; grep -v "^satfuse\|^family\|^$" "$OUT/exact.log" | head -80 ;;
     opinfo)
       SATFUSE_OPINFO_DEVICE=cuda SATFUSE_OPINFO_JOBS=${OPINFO_JOBS:-12} timeout "${OPINFO_TIMEOUT:-150}" \
         python3 bench/opinfo_report.py --limit "${OPINFO_LIMIT:-2}" ${OPINFO_OPS:-} > "$OUT/opinfo.log" 2>&1
@@ -97,7 +107,7 @@ step() {
     bench)
       timeout "${BENCH_TIMEOUT:-330}" python3 bench/run.py --skip-quality --runs 20 --programs "${BENCH_PROGRAMS:-}" --show-kernels \
         --json "$OUT/gpu.jsonl" > "$OUT/bench.log" 2>&1; cat "$OUT/bench.log" ;;
-    *) echo "unknown step $s (lane, obligation, opinfo, fuzz, bench)" ;;
+    *) echo "unknown step $s (lane, obligation, exact, opinfo, fuzz, bench)" ;;
   esac
   echo "## step $s: $(( $(date +%s) - t0 )) s"
 }

@@ -24,11 +24,20 @@ Families:
   composite-half  decomposed ops (softmax, norms, losses, activations) in f16 and bf16
   composite-float the same and more in f32 and f64: a difference within the fuzzer's
                   tolerance is counted as "ulps" (summation order, vector math), not as failing
+  resize          cat and pad of tensors holding +-0, +-inf and nan, seen through 1 / r (a cat
+                  of one tensor twice, of computed operands; a pad of a negation): nvFuser's
+                  passes may rewrite a cat into a sum of zero-padded operands, where -0.0 + 0.0
+                  is +0.0
+
+On a GPU, ``--device cuda`` makes every operand there (in the same memory layout), so plans run
+on real nvFuser and are held to eager's CUDA kernels: nvFuser's runtime computes some ops in
+another type than torch does (0.2.36's integer relu goes through float32).
 
     python bench/eager_exactness.py                  # every family (minutes)
     python bench/eager_exactness.py binary-dtypes    # one family
     python bench/eager_exactness.py --quick          # a few ops of each family
     python bench/eager_exactness.py --threads 2 unary-half   # eager's per-thread tails
+    python bench/eager_exactness.py --device cuda unary-dtypes binary-dtypes resize   # on a GPU
 
 Exit status 1 when a case differs beyond the family's criterion, errs, or does not raise.
 """
@@ -251,6 +260,23 @@ def _composites(dts: tuple[torch.dtype, ...], quick: bool) -> Iterator[Case]:
             yield Case(f"{name} {_dt(dt)}", op, (x, y))
 
 
+def resize(quick: bool) -> Iterator[Case]:
+    edge = torch.tensor([-0.0, 0.0, 1.0, -0.0, math.inf, -math.nan, -2.0, -0.0], dtype=torch.float64)
+    ops: dict[str, Callable[..., Any]] = {
+        "cat": lambda a, b: 1 / torch.cat([a, b], 0),
+        "cat(a, a)": lambda a, b: 1 / torch.cat([a, a], 0),
+        "cat(a, a) twice read": lambda a, b: (lambda t: torch.atan2(t.half().float(), t))(torch.cat([a, a], 0)),
+        "cat(-a, b*2)": lambda a, b: 1 / torch.cat([-a, b * 2], 0),
+        "cat(a, b) 2-d": lambda a, b: 1 / torch.cat([a.view(2, 4), b.view(2, 4)], 1),
+        "pad(-a)": lambda a, b: 1 / F.pad(-a, (1, 2)),
+        "pad(a, -0.0)": lambda a, b: 1 / F.pad(a, (2, 1), value=-0.0),
+    }
+    for dt in (HALVES if quick else FLOATS):
+        a, b = edge.to(dt), edge.flip(0).to(dt)
+        for name, op in ops.items():
+            yield Case(f"{name} {_dt(dt)}", op, (a, b))
+
+
 FAMILIES = {f.name: f for f in (
     Family("unary-half", unary_half),
     Family("unary-dtypes", unary_dtypes),
@@ -259,6 +285,7 @@ FAMILIES = {f.name: f for f in (
     Family("scalar-forms", scalar_forms),
     Family("composite-half", lambda quick: _composites(HALVES, quick)),
     Family("composite-float", lambda quick: _composites((torch.float32, torch.float64), quick), exact=False),
+    Family("resize", resize),
 )}
 
 
@@ -278,8 +305,20 @@ def same_bits(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
     return (g == w) | (got.isnan() & want.isnan()).contiguous()
 
 
-def judge(case: Case, exact: bool) -> tuple[str, str]:
+def on_device(t: Any, device: str) -> Any:
+    """``t`` on ``device`` in the same memory layout (sizes, strides, storage offset): eager's
+    paths and a plan's operand checks depend on it."""
+    if not isinstance(t, torch.Tensor) or device == "cpu":
+        return t
+    n = t.untyped_storage().nbytes() // t.element_size()
+    flat = torch.empty(0, dtype=t.dtype).set_(t.untyped_storage(), 0, (n,), (1,))
+    return flat.to(device).as_strided(t.size(), t.stride(), t.storage_offset())
+
+
+def judge(case: Case, exact: bool, device: str = "cpu") -> tuple[str, str]:
     """One case's verdict and, unless equal, what differed."""
+    if device != "cpu":
+        case = Case(case.label, case.fn, tuple(on_device(a, device) for a in case.args))
     before = fuzz._snapshot(list(case.args))
     try:
         want = case.fn(*case.args)
@@ -317,13 +356,13 @@ def judge(case: Case, exact: bool) -> tuple[str, str]:
     return ("differ", where) if exact else ("ulps", where)
 
 
-def run(family: Family, quick: bool, show: int, prog: Progress | None = None) -> Tally:
+def run(family: Family, quick: bool, show: int, prog: Progress | None = None, device: str = "cpu") -> Tally:
     tally = Tally()
     t0 = time.perf_counter()
     for case in family.cases(quick):
         if prog is not None:
             prog.step(f"{family.name}: {case.label}")
-        verdict, detail = judge(case, family.exact)
+        verdict, detail = judge(case, family.exact, device)
         tally.counts[verdict] += 1
         if verdict != "equal" and len(tally.notes) < show:
             tally.notes.append(f"  {family.name} {verdict}: {case.label}: {detail}")
@@ -338,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", type=int, default=20, help="non-equal cases listed per family")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch's intra-op threads (eager's paths differ per thread: each range has its own tail)")
+    ap.add_argument("--device", default="cpu", help="where operands live: cuda runs the plans on real nvFuser")
     a = ap.parse_args(argv)
     if a.threads is not None:
         torch.set_num_threads(a.threads)
@@ -345,14 +385,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown families {unknown}; choose from {list(FAMILIES)}")
     fuzz.quiet()
-    print(f"satfuse bit-for-bit against eager (torch {torch.__version__}, {torch.get_num_threads()} thread(s)"
-          f"{', quick' if a.quick else ''})")
+    print(f"satfuse bit-for-bit against eager (torch {torch.__version__}, {a.device}, {torch.get_num_threads()} "
+          f"thread(s){', quick' if a.quick else ''})")
     head = f"{'family':<16}" + "".join(f"{v:>9}" for v in ("cases", *VERDICTS)) + f"{'s':>7}"
     print(head)
     notes, failing = [], 0
     with Progress("eager_exactness") as prog:
         for name in a.families or FAMILIES:
-            t = run(FAMILIES[name], a.quick, a.show, prog)
+            t = run(FAMILIES[name], a.quick, a.show, prog, a.device)
             c = t.counts
             print(f"{name:<16}{sum(c.values()):>9}" + "".join(f"{c[v]:>9}" for v in VERDICTS) + f"{t.seconds:>7.0f}",
                   flush=True)

@@ -429,6 +429,15 @@ class _Emitter:
             self.h[id(out)] = self.new(self.vn(out), f"fd.ops.set({h})", ot.shape, ot.dtype, self.bcast[h],
                                        self.expanded.get(h, frozenset()))
             return
+        if op == "relu" and ot.dtype in INT_DTYPES:
+            # nvFuser 0.2.36's runtime has ``float relu(int64_t)`` and ``float relu(int)``: an integer
+            # relu went through float32 (relu(2147483640) gave 2147483648 on an H200: jit fuzz 10084
+            # #60); its integer ``max`` is exact
+            h = self.broadcast_to(self.h[id(args[0])], ot.shape)
+            zero = self.scalar("0", ot.dtype)
+            self.h[id(out)] = self.new(self.vn(out), f"fd.ops.maximum({h}, {zero})", ot.shape, ot.dtype, self.bcast[h],
+                                       self.expanded.get(h, frozenset()))
+            return
         if op in COMPARISONS or op in ("logical_and", "logical_or"):
             c = _promote(args)  # eager tests its operands in their common dtype: int64 -2**63 is 0 beside int32
         elif op in LOGICAL:
@@ -606,16 +615,11 @@ def _slice(e: _Emitter, n: Node) -> str:
 
 @translates("cat")
 def _cat(e: _Emitter, n: Node) -> str:
-    """An operand given twice is given the second time as a copy: nvFuser 0.2.36 made
-    ``cat([a, a])`` the shape of ``a`` once the cat was read by another op too (an H200:
-    optimize fuzz 9850 #141, a wrong shape), and right with distinct operands."""
+    """Its operands are segment inputs, each once (``support.fallback_reason``): nvFuser's MovePad
+    pass then has no operand definition to move the cat's zero pads into, so the cat stays a
+    selection and keeps a -0.0 (``frontend_ref.cat``)."""
     ot = n.out.type
-    ts: list[str] = []
-    for t in n.args[0]:
-        h = e.h[id(t)]
-        if h in ts:
-            h = e.new(e.fresh(f"{h}_again"), f"fd.ops.set({h})", e.shape[h], e.dtype[h], e.bcast[h])
-        ts.append(h)
+    ts = [e.h[id(t)] for t in n.args[0]]
     return e.new(e.vn(n.out), f"fd.ops.cat([{', '.join(ts)}], dim={n.args[1] % ot.rank})", ot.shape, ot.dtype)
 
 

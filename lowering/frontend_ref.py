@@ -420,6 +420,10 @@ def _elementwise(name: str, torch_fn: Callable) -> Callable:
         if not any(isinstance(a, torch.Tensor) for a in args):
             return scalar(*args)
         args = _nvf_args(name, list(args))
+        if name == "relu" and not (args[0].is_floating_point() or args[0].is_complex()):
+            # as nvFuser's runtime computes it (``float relu(int64_t x)``), so a plan that emits it is
+            # as wrong here as on a GPU
+            return torch.relu(args[0].float()).to(args[0].dtype)
         if name == "div" and all(not (isinstance(a, torch.Tensor) and (a.is_floating_point() or a.is_complex()))
                                  and not isinstance(a, float) for a in args):
             return torch.div(args[0], args[1], rounding_mode="trunc")
@@ -580,7 +584,25 @@ class _Ops:
         return self._t(run, arg, list(start_indices), list(end_indices), None if strides is None else list(strides))
 
     def cat(self, tensors: list, dim: int = 0, manual_padding: bool = False) -> Val:
-        return self._new(lambda ts: torch.cat(ts, dim), list(tensors))
+        """A cat of fusion inputs selects each operand's values. Where an operand is computed in the
+        definition, nvFuser's MovePad pass may move the cat's zero pads into that operand's
+        definition and then add the padded operands (``csrc/preseg_passes/move_pad.cpp``,
+        ``replaceCat``): a floating -0.0 becomes +0.0 (an H200: ``atan2`` of such a cat, optimize
+        fuzz 9925 #221). This runs it as that sum, so a plan relying on the sign is wrong here too."""
+        computed = any(id(t) not in self._fd._input_ids for t in tensors)
+
+        def run(ts: list) -> torch.Tensor:
+            if not computed or not (ts[0].is_floating_point() or ts[0].is_complex()):
+                return torch.cat(ts, dim)
+            d = dim % ts[0].dim()
+            total, off, out = sum(t.shape[d] for t in ts), 0, None
+            for t in ts:
+                p = F.pad(t, [0, 0] * (t.dim() - d - 1) + [off, total - off - t.shape[d]])
+                out = p if out is None else out + p
+                off += t.shape[d]
+            return out
+
+        return self._new(run, list(tensors))
 
     def pad(self, arg: Val, pad_widths: list, value: Any = None) -> Val:
         def run(a: torch.Tensor, w: list, v: Any) -> torch.Tensor:
