@@ -65,7 +65,7 @@ def obligation_checks(trace: Trace) -> list[DataCheck]:
         what = (f"satfuse: obligation {ob.kind!r} of rule {', '.join(ob.rules)}: {index.name} must lie in "
                 f"[0, {extent}); it is computed from input {', '.join(_sources(index, inputs, producer))}")
         text = msg.format(value="{value}", size=size) + f" ({what})"
-        out.append(DataCheck(_IN_RANGE, (index, extent), exc, text, ", ".join(ob.rules),
+        out.append(DataCheck(_IN_RANGE, (_reshaped_input(index, inputs, producer), extent), exc, text, ", ".join(ob.rules),
                              detail={"value": _FIRST_BAD, **({} if isinstance(extent, int) else {"size": "{1}"})},
                              guards=index, rank=ob.rank))
     return out
@@ -117,6 +117,20 @@ def shape_guards(trace: Trace) -> list[tuple[Any, Obligation]]:
         if g is not sympy.true:
             out.append((g, ob))
     return out
+
+
+def _reshaped_input(v: Var, inputs: set[int], producer: dict[int, Any]) -> Var:
+    """The plan input ``v`` is a reshape of (cross-entropy's ``target.unsqueeze(1)``), else ``v``.
+    A reshape keeps the values and their row-major order, so the check and its message (the first
+    index out of range) read the input itself, and no segment has to output the index for them:
+    on CUDA nvFuser returned it as a view of the input, which the plan then copied on every call."""
+    x = v
+    while id(x) not in inputs:
+        n = producer.get(id(x))
+        if n is None or n.op != "reshape" or not isinstance(n.args[0], Var):
+            return v
+        x = n.args[0]
+    return x
 
 
 def _sources(v: Var, inputs: set[int], producer: dict[int, Any]) -> list[str]:

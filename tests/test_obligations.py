@@ -154,6 +154,30 @@ def test_cuda_data_check_is_a_flag_counted_in_the_segment_and_read_at_commit():
     assert all(".execute(" not in ln for ln in lines[wait:])  # every segment is queued before the wait
 
 
+def test_a_check_of_a_reshaped_input_reads_the_input_and_no_segment_outputs_the_index():
+    """A hand-written cross-entropy looks up ``target.unsqueeze(1)``, a reshape of an input. The
+    check (on the CPU), its count (on CUDA) and its message read the input itself: the segment
+    outputs no index, where on an H200 nvFuser returned it as a view of the target, which the plan
+    then copied on every call (a device-to-device copy in CE's kernel list, bench/run.py)."""
+    import re
+
+    from satfuse.lowering import lower
+
+    from tests.corpus import ce_hand
+
+    x, y = torch.randn(8, 16), torch.randint(0, 16, (8,))
+    plan = satfuse.optimize(ce_hand, x, y)
+    for text in (plan.lowered.source, str(lower(_on_cuda(plan.trace), executor="reference"))):
+        outputs = re.findall(r"fd\.add_output\((\w+)", text)
+        assert outputs and not any(o.startswith("unsqueeze") for o in outputs), text
+        assert "[(y < 0) | (y >= 16)]" in text, text
+    bad = y.clone()
+    bad[3] = 16
+    with pytest.raises(RuntimeError, match=r"^index 16 is out of bounds"):
+        plan(x, bad)
+    assert torch.equal(bad[3], torch.tensor(16))
+
+
 def test_cuda_flag_waits_before_the_first_write_when_the_plan_writes():
     from satfuse.engine import parse_trace
     from satfuse.engine.ir import Obligation
