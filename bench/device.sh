@@ -14,7 +14,9 @@
 #   bash bench/device.sh lane+exact+opinfo+fuzz bench    # steps joined by '+' run at once (keep timings alone)
 # Knobs: LANE_TIMEOUT, EXACT_FAMILIES, EXACT_TIMEOUT, BENCH_PROGRAMS (bench/run.py --programs), BENCH_TIMEOUT, OPINFO_OPS (op ids), OPINFO_LIMIT,
 # OPINFO_JOBS, OPINFO_TIMEOUT, OBLIGATION_REPS, OBLIGATION_TIMEOUT (each of its three runs),
-# FUZZ_RUNS ("mode:seed ..." campaigns run at once), FUZZ_TIME (seconds each), FUZZ_DEVICE (default cuda).
+# FUZZ_RUNS ("mode:seed ..." campaigns run at once), FUZZ_TIME (seconds each), FUZZ_PROGRAM_TIMEOUT (seconds a
+# program may take before it counts as a hang: a compile-mode campaign on an H200 outlived its step
+# at the default 60), FUZZ_DEVICE (default cuda).
 #
 # Why not pip: the machine has no registry; satfuse needs only egglog.bindings (11 MiB stripped),
 # and its subpackages are linked into satfuse/ the way pyproject's package-dir maps them.
@@ -94,7 +96,7 @@ step() {
       for ms in ${FUZZ_RUNS:-jit:10025 jit:10026 optimize:9850 compile:9849}; do
         timeout $(( ${FUZZ_TIME:-180} + 120 )) python3 bench/fuzz.py --device "${FUZZ_DEVICE:-cuda}" \
           --mode "${ms%:*}" --seed "${ms#*:}" --count 100000 --time-limit "${FUZZ_TIME:-180}" --reduce-budget 30 \
-          --progress 100 --out "/tmp/fuzz-${ms/:/-}" \
+          --timeout "${FUZZ_PROGRAM_TIMEOUT:-20}" --progress 20 --out "/tmp/fuzz-${ms/:/-}" \
           > "/tmp/fuzz-${ms/:/-}.log" 2>&1 &
         runs+=("${ms/:/-}")
       done
