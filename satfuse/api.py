@@ -15,6 +15,7 @@ from satfuse.engine.capture.closure import (
     ClosureState,
     HiddenState,
     closure_state,
+    flat_args,
     hidden_state,
     lift_state,
     needs_grad,
@@ -103,7 +104,7 @@ class Plan:
         if self.captured is None:
             return self.lowered(*args)
         live = self.state.live() if self.state else []  # read now: in-place updates and reassignments are seen
-        leaves, spec = pytree.tree_flatten((args, kwargs))
+        leaves, spec = flat_args(args, kwargs)
         if self.fn is not None and needs_grad(leaves, live):
             return self._autograd(*args, **kwargs)
         cap = self.captured
@@ -113,7 +114,7 @@ class Plan:
                 raise GuardError(f"guard failed: hidden state changed: {changed} (optimize again for the new state, "
                                  "or use satfuse.jit, which recompiles)")
         if live:
-            leaves, spec = pytree.tree_flatten(((*args, *(t.detach() for t in live)), kwargs))
+            leaves, spec = flat_args((*args, *(t.detach() for t in live)), kwargs)
         if spec != cap.in_spec:
             raise TypeError(f"plan was built for inputs structured as {cap.in_spec}, got {spec}")
         for i, (got, want) in enumerate(zip(leaves, cap.leaves)):

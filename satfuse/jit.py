@@ -35,7 +35,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from satfuse.eager import check_eagerly
-from satfuse.engine.capture.closure import closure_state, lift_state, needs_grad
+from satfuse.engine.capture.closure import FLAT_TYPES, closure_state, flat_spec, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
@@ -45,7 +45,6 @@ from satfuse.lowering.plan import LoweringError
 
 _LOG = logging.getLogger("satfuse.capture")
 _LEAF_TYPES = (torch.Tensor, int, float, bool)
-_FAST_TYPES = frozenset({torch.Tensor, int, float, bool})
 
 
 class Jitted:
@@ -66,7 +65,6 @@ class Jitted:
         self.grad_calls = 0
         self._grad_fn: Any = None
         self.state = closure_state(fn)  # module parameters/buffers fn reaches: trailing plan inputs
-        self._specs: dict[int, Any] = {}
         self._eager_keys: set[Any] = set()  # call structures no plan can serve: they run eagerly
         self._logged: set[str] = set()
         functools.update_wrapper(self, fn)
@@ -100,13 +98,9 @@ class Jitted:
 
     def _call(self, args: tuple, kwargs: dict, user_args: tuple) -> Any:
         """One call with ``args`` (the user's, then the lifted state); ``user_args`` for eager runs."""
-        if not kwargs and all(type(a) in _FAST_TYPES for a in args):
-            n = len(args)
-            spec = self._specs.get(n)
-            if spec is None:
-                spec = self._specs[n] = pytree.tree_flatten((args, {}))[1]
+        if not kwargs and all(type(a) in FLAT_TYPES for a in args):
             inputs: Sequence[Any] = args
-            key: Any = (spec, ())
+            key: Any = (flat_spec(len(args)), ())
         else:
             leaves, spec = pytree.tree_flatten((args, kwargs))
             inputs = [x for x in leaves if isinstance(x, _LEAF_TYPES)]

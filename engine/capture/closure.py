@@ -18,12 +18,14 @@ capture refuses (``CaptureError``), so a plan never bakes state in silently.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 
 @dataclass
@@ -169,6 +171,24 @@ def lift_state(fn: Callable, n_args: int, state: ClosureState, dynamic: Any) -> 
     if dynamic is True:
         dynamic = list(range(n_args))  # argument positions: the state keeps its static shapes
     return with_state, dynamic
+
+
+#: argument types that are pytree leaves themselves (a plain tensor, a Python number)
+FLAT_TYPES = frozenset({torch.Tensor, int, float, bool})
+
+
+@functools.cache
+def flat_spec(n: int) -> Any:
+    """pytree's spec of ``(args, {})`` for ``n`` leaf arguments, made once per arity."""
+    return pytree.tree_flatten((tuple(range(n)), {}))[1]
+
+
+def flat_args(args: tuple, kwargs: dict) -> tuple[list, Any]:
+    """``pytree.tree_flatten((args, kwargs))``. The common call, leaf arguments of ``FLAT_TYPES``
+    and no keywords, skips pytree's per-node dispatch (19 of a 33 us call of a two-tensor plan)."""
+    if not kwargs and all(type(a) in FLAT_TYPES for a in args):
+        return list(args), flat_spec(len(args))
+    return pytree.tree_flatten((args, kwargs))
 
 
 def needs_grad(*groups: Any) -> bool:
