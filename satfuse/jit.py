@@ -35,7 +35,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from satfuse.eager import check_eagerly
-from satfuse.engine.capture.closure import FLAT_TYPES, closure_state, flat_spec, lift_state, needs_grad
+from satfuse.engine.capture.closure import FLAT_TYPES, LEAF_ARG, args_spec, closure_state, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
@@ -100,7 +100,7 @@ class Jitted:
         """One call with ``args`` (the user's, then the lifted state); ``user_args`` for eager runs."""
         if not kwargs and all(type(a) in FLAT_TYPES for a in args):
             inputs: Sequence[Any] = args
-            key: Any = (flat_spec(len(args)), ())
+            key: Any = (args_spec((LEAF_ARG,) * len(args)), ())
         else:
             leaves, spec = pytree.tree_flatten((args, kwargs))
             inputs = [x for x in leaves if isinstance(x, _LEAF_TYPES)]

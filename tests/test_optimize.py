@@ -127,3 +127,29 @@ def test_a_plan_does_not_keep_its_example_tensors_alive(how):
     if how == "optimize":  # the scalar is still guarded
         with pytest.raises(satfuse.GuardError, match="scale == 2.0"):
             plan(x2, y2, 3.0)
+
+
+def test_a_call_s_arguments_flatten_as_pytree_flattens_them():
+    """``closure.flat_args`` skips pytree for leaf arguments and lists or tuples of them (a plan's
+    call, an optimizer step's lists) and must give pytree's leaves and spec exactly; a plan called
+    with another structure than it was built for still says so."""
+    from satfuse.engine.capture.closure import flat_args
+    from torch.utils import _pytree as pytree
+
+    t = [torch.zeros(1) for _ in range(3)]
+    for args, kwargs in [((t[0], 2, 1.5, True), {}), ((t, t[0], (t[1], 3.0)), {}), (([], 1), {}), ((t, [t]), {}),
+                         ((None, t[0]), {}), ((t[0],), {"y": t[1]}), (((t[0], (t[1],)),), {}), ((), {})]:
+        leaves, spec = flat_args(args, kwargs)
+        want, want_spec = pytree.tree_flatten((args, kwargs))
+        assert spec == want_spec and len(leaves) == len(want) and all(a is b for a, b in zip(leaves, want)), args
+
+    def step(ps, gs):
+        for p, g in zip(ps, gs):
+            p.sub_(0.1 * g)
+
+    ps, gs = [torch.ones(2) for _ in range(3)], [torch.ones(2) for _ in range(3)]
+    plan = satfuse.optimize(step, [p.clone() for p in ps], gs)
+    plan(ps, gs)
+    assert all(torch.equal(p, torch.full((2,), 0.9)) for p in ps)
+    with pytest.raises(TypeError, match="structured as"):
+        plan(ps[:2], gs)
