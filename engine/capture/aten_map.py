@@ -233,6 +233,9 @@ reg(aten.sin)(_half_kernel("sin", "an ulp off f32's where f32's value is a midpo
 # rsqrt rounds once on eager's vector path and twice (sqrt, then its reciprocal) on its scalar path:
 # which element takes which depends on the layout of the caller's tensors, the sizes and the threads
 reg(aten.rsqrt)(_half_kernel("rsqrt", "rounded once or twice by position"))
+# f16 sqrt is rounded once (15 of the 65,536 values are an ulp below f32's sqrt rounded: 2**-6 - 2**-17
+# for 2**-12 - 2**-23); bf16's equals f32's rounded on every value
+reg(aten.sqrt)(_eager_kernel_on_cpu(_unary("sqrt"), ("f16",), "f16 sqrt on the CPU: eager's kernel rounds once"))
 
 
 def _times_alpha(b: Builder, x: Any, y: Any, alpha: Any) -> Any:
