@@ -3,7 +3,8 @@
 A repro file holds only the program the fuzzer reduced (``f``, ``inputs``, the sizes) under a header
 saying what differed; this runner puts it between the fuzzer's own helpers (``mk``, ``ix``) and the
 runner of the repro's mode, exactly as ``bench/fuzz.py`` writes a standalone repro, and runs it:
-eager and satfuse side by side for each call.
+eager and satfuse side by side for each call. ``SATFUSE_FUZZ_DEVICE=cuda`` makes the inputs on a
+GPU, as ``bench/fuzz.py --device cuda`` does.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def main(argv: list[str]) -> int:
     if m is None:
         print(f"error: {path}: not a fuzz repro (no '# fuzz repro (MODE)' header)", file=sys.stderr)
         return 2
-    source = fuzz.HEADER + fuzz.HELPERS + "\n\n" + body + fuzz.MAIN.replace("{runner}", fuzz.RUNNERS[m.group(1)])
+    source = fuzz.header() + fuzz.HELPERS + "\n\n" + body + fuzz.MAIN.replace("{runner}", fuzz.RUNNERS[m.group(1)])
     exec(compile(source, str(path), "exec"), {"__name__": "__main__"})
     return 0
 
