@@ -35,7 +35,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from satfuse.eager import check_eagerly
-from satfuse.engine.capture.closure import FLAT_TYPES, LEAF_ARG, args_spec, closure_state, lift_state, needs_grad
+from satfuse.engine.capture.closure import closure_state, flat_args, lift_state, needs_grad
 from satfuse.lowering.aliasing import of_trace as aliasing_of
 from satfuse.lowering.aliasing import pattern as alias_pattern
 from satfuse.lowering.aliasing import runs_eagerly, shares_memory, written_positions
@@ -98,15 +98,11 @@ class Jitted:
 
     def _call(self, args: tuple, kwargs: dict, user_args: tuple) -> Any:
         """One call with ``args`` (the user's, then the lifted state); ``user_args`` for eager runs."""
-        if not kwargs and all(type(a) in FLAT_TYPES for a in args):
-            inputs: Sequence[Any] = args
-            key: Any = (args_spec((LEAF_ARG,) * len(args)), ())
-        else:
-            leaves, spec = pytree.tree_flatten((args, kwargs))
-            inputs = [x for x in leaves if isinstance(x, _LEAF_TYPES)]
-            # each constant with its position among the leaves: torch's pytree flattens None to a leaf, so
-            # (x, None, t) and (x, t, None) have one spec, and clamp(x, min=t) was served clamp(x, max=t)'s plan
-            key = (spec, tuple((i, _const_key(x)) for i, x in enumerate(leaves) if not isinstance(x, _LEAF_TYPES)))
+        leaves, spec = flat_args(args, kwargs)
+        inputs: Sequence[Any] = [x for x in leaves if isinstance(x, _LEAF_TYPES)]
+        # each constant with its position among the leaves: torch's pytree flattens None to a leaf, so
+        # (x, None, t) and (x, t, None) have one spec, and clamp(x, min=t) was served clamp(x, max=t)'s plan
+        key: Any = (spec, tuple((i, _const_key(x)) for i, x in enumerate(leaves) if not isinstance(x, _LEAF_TYPES)))
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in inputs):
             return self._autograd(user_args, kwargs)
         if any(isinstance(x, torch.Tensor) and _wrapped(x) for x in inputs):

@@ -175,14 +175,14 @@ def lift_state(fn: Callable, n_args: int, state: ClosureState, dynamic: Any) -> 
 
 #: argument types that are pytree leaves themselves (a plain tensor, a Python number)
 FLAT_TYPES = frozenset({torch.Tensor, int, float, bool})
-LEAF_ARG = -1  # in an argument shape (``args_spec``): an argument that is a leaf
+_LEAF = -1  # in an argument shape (``args_spec``): an argument that is a leaf
 
 
 @functools.lru_cache(maxsize=1024)  # one immutable spec per argument shape: a bounded memo
 def args_spec(shape: tuple) -> Any:
     """pytree's spec of ``(args, {})`` for arguments of this shape, made once per shape: each entry
-    is ``LEAF_ARG`` or ``(tuple | list, n)``, a container of ``n`` leaves (an optimizer step's lists)."""
-    dummy = tuple(0 if s == LEAF_ARG else s[0](range(s[1])) for s in shape)
+    is ``_LEAF`` or ``(tuple | list, n)``, a container of ``n`` leaves (an optimizer step's lists)."""
+    dummy = tuple(0 if s == _LEAF else s[0](range(s[1])) for s in shape)
     return pytree.tree_flatten((dummy, {}))[1]
 
 
@@ -197,7 +197,7 @@ def flat_args(args: tuple, kwargs: dict) -> tuple[list, Any]:
             t = type(a)
             if t in FLAT_TYPES:
                 leaves.append(a)
-                shape.append(LEAF_ARG)
+                shape.append(_LEAF)
             elif (t is list or t is tuple) and all(type(x) in FLAT_TYPES for x in a):
                 leaves.extend(a)
                 shape.append((t, len(a)))
