@@ -82,6 +82,25 @@ def _entry_point_installed() -> bool:
                for e in eps)
 
 
+def partition_joint(joint: Any, joint_inputs: Any, **kwargs: Any) -> tuple:
+    """Split AOTAutograd's joint graph with its min-cut rematerialization partitioner (Inductor's):
+    the forward saves for the backward only what the backward cannot recompute from cheaper
+    values, so cheap elementwise values are recomputed inside the backward's segments instead of
+    written by the forward and read back (a cross-entropy saved two [N, C] tensors under the
+    default partition, one under this). Where it cannot partition a graph, the default partition
+    (save every value the backward reads) does, as before."""
+    from torch._functorch.partitioners import default_partition, min_cut_rematerialization_partition
+
+    from satfuse.engine import log
+
+    try:
+        return min_cut_rematerialization_partition(joint, joint_inputs, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the default partition is always valid
+        log.capture.debug("min-cut partition failed (%s: %s): the default partition saves every value the "
+                          "backward reads", type(e).__name__, e)
+        return default_partition(joint, joint_inputs, **kwargs)
+
+
 class _Backend:
     def __init__(self, options: Any, engine: Any = None) -> None:
         from satfuse.startup import timed_import
@@ -135,7 +154,7 @@ class _Backend:
             with TRACING, track_evaluations(mark.env):  # which guards AOTAutograd's trace made only for strides
                 return aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
                                     inference_compiler=boxed("inference"), decompositions=decomposition_table(),
-                                    keep_inference_input_mutations=True)(gm, example_inputs)
+                                    partition_fn=partition_joint, keep_inference_input_mutations=True)(gm, example_inputs)
         except EagerRefusal as e:  # a decomposition's probe: eager's kernel refuses these dtypes
             return refused_graph(gm, e)
         except Exception as e:  # noqa: BLE001 - AOTAutograd could not trace it: Dynamo's graph runs eagerly

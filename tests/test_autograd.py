@@ -89,3 +89,43 @@ def test_optimize_keeps_autograd():
     assert plan.grad_calls == 1
     with torch.no_grad():
         assert not plan(x, y).requires_grad and plan.grad_calls == 1
+
+
+def _saved_by_forward(monkeypatch, fn, *args):
+    """The values each forward graph saves for its backward under the satfuse backend."""
+    import satfuse.backend as backend
+
+    saved, partition = [], backend.partition_joint
+
+    def recording(joint, joint_inputs, **kwargs):
+        fw, bw = partition(joint, joint_inputs, **kwargs)
+        out = next(n for n in fw.graph.nodes if n.op == "output").args[0]
+        saved.append([str(v.target) if v.op == "call_function" else v.op for v in out[kwargs["num_fwd_outputs"]:]])
+        return fw, bw
+
+    monkeypatch.setattr(backend, "partition_joint", recording)
+    torch._dynamo.reset()
+    return torch.compile(fn, backend="satfuse")(*args), saved
+
+
+def test_the_forward_saves_an_input_where_the_backward_can_recompute_a_cheap_value_from_it(monkeypatch):
+    # the default partition saves sin(x) for cos's backward beside x for sin's; the min-cut one saves
+    # x alone and the backward recomputes sin(x) in its own segment
+    x = torch.randn(64, 32, requires_grad=True)
+    loss, saved = _saved_by_forward(monkeypatch, lambda x: x.sin().cos().sum(), x)
+    assert saved == [["placeholder"]]
+    (g,) = torch.autograd.grad(loss, x)
+    torch.testing.assert_close(g, -x.sin().sin().detach() * x.cos().detach(), rtol=0, atol=0)
+
+
+def test_a_dropout_mask_is_saved_never_drawn_again_in_the_backward(monkeypatch):
+    x = torch.randn(256, 64, requires_grad=True)
+
+    def f(x):
+        y = F.dropout(torch.tanh(x) * 3, 0.5, training=True)
+        return y, (y * y).sum()
+
+    (y, loss), _ = _saved_by_forward(monkeypatch, f, x)
+    (g,) = torch.autograd.grad(loss, x)
+    assert 0.3 < (y == 0).float().mean().item() < 0.7
+    torch.testing.assert_close(g, (4 * y * 3 * (1 - torch.tanh(x) ** 2)).detach())
