@@ -990,9 +990,11 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
     example ``inputs``: the plan rebuilds those views with ``as_strided`` at eager's geometry,
     which is exact while the input keeps the layout (the prologue checks it)."""
     out: dict[int, tuple[tuple[Any, ...], Any]] = {}
-    for a in trace.output_aliases:
+    for k, a in enumerate(trace.output_aliases):
         if a is None or a.kind != "input" or a.index >= len(inputs) or a.index in out:
             continue
+        if k < len(trace.outputs) and trace.outputs[k] is trace.inputs[a.index]:
+            continue  # the input itself (a value a forward saves for its backward): returned as it is
         x, shape = inputs[a.index], trace.inputs[a.index].type.shape
         if a.index in trace.input_layouts:  # strides of its own, which the prologue binds
             out[a.index] = trace.input_layouts[a.index]

@@ -101,6 +101,55 @@ def partition_joint(joint: Any, joint_inputs: Any, **kwargs: Any) -> tuple:
         return default_partition(joint, joint_inputs, **kwargs)
 
 
+DOUBLE_BACKWARD = (
+    "satfuse: a compiled graph's backward (torch.compile, or a satfuse plan's gradients) ran with "
+    "create_graph=True, so its gradients would be differentiated again; AOTAutograd, which satfuse compiles "
+    "gradients through, has no double "
+    "backward, and torch 2.13's check for it misses a graph whose saved values are all computed (second-order "
+    "gradients through it come out silently wrong, under every backend built on it). Compute them outside "
+    "torch.compile (torch.compiler.disable on the function whose gradient is differentiated), or leave "
+    "create_graph off")
+
+
+def refusing_double_backward(compiled: Callable) -> Callable:
+    """``compiled`` (AOTAutograd's callable), refusing a backward with ``create_graph`` through it.
+
+    AOTAutograd makes a graph's gradients differentiable through a node that raises when it is
+    differentiated, connected to the saved tensors that require grad, and only those: where the
+    forward saves computed values alone (``exp(x)``, never ``x``), the engine never reaches that
+    node, and a gradient penalty through the graph loses its second-order term without an error
+    (``aot_eager`` and Inductor alike, whichever values their partition saves). So each output's
+    autograd node gets a pre-hook: it runs as the backward reaches the graph, in grad mode exactly
+    when the backward builds a graph (``create_graph=True``), and raises then, before the graph's
+    backward runs."""
+    import functools
+
+    import torch
+
+    def guard(outs: Any) -> Any:
+        if torch.is_grad_enabled():
+            seen: set[int] = set()
+            for o in outs if isinstance(outs, (list, tuple)) else (outs,):
+                fn = o.grad_fn if isinstance(o, torch.Tensor) else None
+                if fn is not None and id(fn) not in seen:
+                    seen.add(id(fn))
+                    fn.register_prehook(_refuse_create_graph)
+        return outs
+
+    @functools.wraps(compiled)  # its attributes too (``_boxed_call``): called as Dynamo calls it, boxed or not
+    def run(*args: Any) -> Any:
+        return guard(compiled(*args))
+
+    return run
+
+
+def _refuse_create_graph(grad_outputs: Any) -> None:
+    import torch
+
+    if torch.is_grad_enabled():
+        raise RuntimeError(DOUBLE_BACKWARD)
+
+
 class _Backend:
     def __init__(self, options: Any, engine: Any = None) -> None:
         from satfuse.startup import timed_import
@@ -152,9 +201,11 @@ class _Backend:
 
         try:  # TRACING: AOTAutograd traces eager's kernels, as capture does (engine/capture/eager_kernels.py)
             with TRACING, track_evaluations(mark.env):  # which guards AOTAutograd's trace made only for strides
-                return aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
-                                    inference_compiler=boxed("inference"), decompositions=decomposition_table(),
-                                    partition_fn=partition_joint, keep_inference_input_mutations=True)(gm, example_inputs)
+                compiled = aot_autograd(fw_compiler=boxed("forward"), bw_compiler=boxed("backward"),
+                                        inference_compiler=boxed("inference"), decompositions=decomposition_table(),
+                                        partition_fn=partition_joint,
+                                        keep_inference_input_mutations=True)(gm, example_inputs)
+            return refusing_double_backward(compiled) if needs_grad else compiled
         except EagerRefusal as e:  # a decomposition's probe: eager's kernel refuses these dtypes
             return refused_graph(gm, e)
         except Exception as e:  # noqa: BLE001 - AOTAutograd could not trace it: Dynamo's graph runs eagerly

@@ -3,6 +3,7 @@ need gradients go through forward and backward plans (satfuse's AOTAutograd back
 
 import copy
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -129,3 +130,39 @@ def test_a_dropout_mask_is_saved_never_drawn_again_in_the_backward(monkeypatch):
     (g,) = torch.autograd.grad(loss, x)
     assert 0.3 < (y == 0).float().mean().item() < 0.7
     torch.testing.assert_close(g, (4 * y * 3 * (1 - torch.tanh(x) ** 2)).detach())
+
+
+def test_a_saved_input_is_the_input_itself_not_a_copy_made_on_every_call():
+    x = torch.randn(64, 32, requires_grad=True)
+    saved = []
+
+    def pack(t):
+        saved.append(t)
+        return t
+
+    f = torch.compile(lambda x: (x.sin() * x).sum(), backend="satfuse")
+    f(x)  # compiled
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = f(x)
+    assert saved and all(t is x for t in saved)
+    (g,) = torch.autograd.grad(loss, x)
+    torch.testing.assert_close(g, (x.cos() * x + x.sin()).detach())
+
+
+@pytest.mark.parametrize("route", ["compile", "jit", "optimize"])
+def test_a_gradient_penalty_through_a_plan_is_refused_never_silently_first_order(route):
+    # the forward saves exp(x) alone: AOTAutograd's double-backward check, connected only to saved
+    # tensors that require grad, is never reached, and aot_eager drops the penalty's second-order
+    # term without an error; satfuse refuses the backward that would build the graph for it
+    def f(x):
+        return (x * 3).sum() + (x.exp() * 2).sum()
+
+    x = torch.randn(8, requires_grad=True)
+    torch._dynamo.reset()
+    fc = {"compile": lambda: torch.compile(f, backend="satfuse"), "jit": lambda: satfuse.jit(f),
+          "optimize": lambda: satfuse.optimize(f, x)}[route]()
+    (g,) = torch.autograd.grad(fc(x), x)  # first-order gradients are the plan's, as before
+    torch.testing.assert_close(g, (3 + 2 * x.exp()).detach())
+    with pytest.raises(RuntimeError, match="create_graph=True"):
+        (g,) = torch.autograd.grad(fc(x), x, create_graph=True)
+        torch.autograd.grad(fc(x) + g.pow(2).sum(), x)

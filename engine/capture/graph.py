@@ -310,6 +310,14 @@ def _aot_output_aliases(gm: torch.fx.GraphModule, n_inputs: int) -> list[AliasIn
             seq = info.view_meta_sequence
             if seq is None or any(vm.has_symbolic_inputs for vm in seq.sequence):
                 return None
+    # the values a forward saves for its backward follow the user's outputs: one that is an input
+    # is that input (as eager's autograd saves it), not a copy of it made on every call
+    phs = {n: i for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder")}
+    for k in range(start + len(meta.output_info) + meta.num_intermediate_bases, len(outs)):
+        o = outs[k]
+        val = o.meta.get("val") if isinstance(o, torch.fx.Node) and o in phs else None
+        if isinstance(val, torch.Tensor) and aliases[k] is None:
+            aliases[k] = AliasInfo("input", phs[o], tuple(val.size()), tuple(val.stride()), val.storage_offset())
     # without grad AOTAutograd calls views of one intermediate ``non_alias``: their fake values
     # still share storage, as eager's outputs do
     shared_outputs([o.meta.get("val") if isinstance(o, torch.fx.Node) else None for o in outs], aliases)
