@@ -113,6 +113,22 @@ def test_no_plan_raises_eagers_error_with_inputs_untouched():
     assert torch.equal(base, torch.zeros(6))
 
 
+def test_a_dtype_an_arange_of_a_symbolic_size_refuses_raises_at_every_size():
+    """``arange(x.shape[0], dtype=complex64)`` raises in eager at every size (``arange_cpu`` has no
+    complex kernel); its size was symbolic, so the kernel was never asked, and the static plan of a
+    size-2 call returned where eager raises (jit fuzz 10091 #1527). A dead arange, as there."""
+
+    def f(a, c):
+        torch.arange(c.shape[0], dtype=torch.complex64, device=c.device)
+        torch.arange(1, c.shape[0] + 3, dtype=torch.bool)
+        return a * 2
+
+    j = satfuse_jit(f)
+    for n in (0, 2, 5, 2):
+        with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+            j(torch.ones(3), torch.ones(n))
+
+
 def test_eager_fallback_is_transactional():
     """Calls no plan serves run eagerly; where eager writes and then raises (a write through an
     ``unfold`` view of ``a`` that reads ``a``), the call raises eager's error with the inputs untouched."""

@@ -339,6 +339,15 @@ def _elements(func: Any, args: tuple, kwargs: dict) -> float:
         return math.nan
 
 
+def _sizes_at_hints(args: tuple) -> tuple:
+    """``arange``/``range``/``linspace``/``logspace`` arguments with each symbolic number at its hint
+    (``arange(x.shape[0], dtype=complex64)`` under ``satfuse.jit``): what these kernels refuse is a
+    dtype, for every size (``arange_cpu`` has no complex or bool kernel; int8 wraps, never raises), so
+    a probe at the hint answers for them all. A number without a hint stays (no probe)."""
+    return tuple(hint(a) if isinstance(a, (torch.SymInt, torch.SymFloat)) and a.node.has_hint() else a
+                 for a in args)
+
+
 def _fewer(func: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
     """``arange``/``range``/``linspace``/``logspace`` arguments making more than 64 elements, cut
     to make one or two from the same start (its conversion to the dtype, and the dtype's own
@@ -434,6 +443,8 @@ def probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
 
 
 def _probe_kernel(func: Any, args: tuple, kwargs: dict) -> torch.dtype | None:
+    if getattr(func, "namespace", None) == "aten" and func._overloadpacket.__name__ in _SIZE_SCALARS:
+        args = _sizes_at_hints(args)
     if _probe_skips(func, args, kwargs):
         return None
     if _PROBE_KIND[func] == "sized":
