@@ -49,6 +49,13 @@ METADATA_ONLY = frozenset({
 })
 
 
+#: view overloads that raise on their operand's strides, an intermediate's layout no guard fixes:
+#: a bitcast to another element size needs ``stride(-1) == 1`` (``F.pad(x, (-1, 0))`` of an expanded
+#: ``x`` keeps stride 0 on its one element, and an unused ``.view(torch.float32)`` of it raises; jit
+#: fuzz 10092 #365), a complex view even strides
+LAYOUT_CHECKED = frozenset({"aten.view.dtype", "aten.view_as_complex.default"})
+
+
 def _aten_name(op: str) -> str:
     parts = op.split(".")
     return parts[1] if len(parts) > 1 else op
@@ -89,6 +96,8 @@ def _raise_reason(op: str) -> str | None:
     if op in INDEX_OPS:
         return f"{op} raises on an out-of-range index"
     if is_opaque(op):
+        if op in LAYOUT_CHECKED:
+            return f"the torch op {op} checks the strides of its operand, which no guard fixes"
         name = _aten_name(op)
         if name.rstrip("_") in METADATA_ONLY or name in METADATA_ONLY:
             return None

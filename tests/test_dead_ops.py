@@ -69,6 +69,27 @@ def test_dead_fallible_op_raises_like_eager(mode, make, fn, good, bad, error):
         assert torch.equal(g, w), "an input was written before the plan raised"
 
 
+def test_a_dead_bitcast_eager_refuses_for_an_intermediates_strides_still_runs():
+    """Eager's ``F.pad(x, (-1, 0))`` of an expanded ``x`` keeps stride 0 on the one element left, and
+    a bitcast to another element size needs ``stride(-1) == 1``: an unused ``.view(torch.float32)``
+    of it raises. A view was dropped as dead, failing only on metadata the guards fix; this one
+    checks an intermediate's strides (jit fuzz 10092 #365, ``fallible.LAYOUT_CHECKED``)."""
+
+    def f(a, c):
+        F.pad(a, (-1, 0)).view(torch.float32)  # unused
+        return c * 2
+
+    a, c = torch.randn(1, dtype=torch.complex64).expand(2), torch.ones(2)
+    with pytest.raises(RuntimeError, match="stride"):
+        f(a, c)
+    for _, make in _modes():
+        with pytest.raises(RuntimeError, match="stride"):
+            make(f, [a, c])(a, c)
+    ok = torch.randn(3, dtype=torch.complex64)
+    for _, make in _modes():
+        torch.testing.assert_close(make(f, [ok, c])(ok, c), c * 2)
+
+
 def test_dead_random_op_draws_as_eager():
     def f(x):
         torch.rand(3)  # unused, but it advances the generator
