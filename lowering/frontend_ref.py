@@ -518,8 +518,15 @@ class _Ops:
             if kind == "sum":
                 return torch.sum(a, ds, keepdim=keepdim) if ds else a.clone()
             if kind == "prod":
-                for d in sorted((d % a.dim() for d in ds), reverse=True):
-                    a = torch.prod(a, d, keepdim=keepdim)
+                if a.dim() > 1 and sorted(d % a.dim() for d in ds) == list(range(a.dim())):
+                    # every dim: eager's one reduction over all elements, in its order (dim by dim,
+                    # the rows' products could overflow to inf before a zero in another row is
+                    # reached: nan where eager answers 0; jit fuzz 10093 #1775)
+                    r = torch.prod(a)
+                    a = r.reshape([1] * a.dim()) if keepdim else r
+                else:
+                    for d in sorted((d % a.dim() for d in ds), reverse=True):
+                        a = torch.prod(a, d, keepdim=keepdim)
                 return a if a.dtype != torch.bool else a.long()
             fn = torch.amax if kind == "max" else torch.amin
             return fn(a, ds, keepdim=keepdim) if ds else a.clone()

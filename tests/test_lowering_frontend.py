@@ -23,6 +23,21 @@ def test_promotion_follows_nvfuser():
     assert e.tolist() == [2.5, -7.5]
 
 
+def test_a_product_over_every_dim_is_eagers_one_reduction():
+    # row by row, the row holding two 1e30 overflows to inf before the zero in another row is
+    # reached (0 * inf: nan); eager's one reduction over all elements answers 0 (jit fuzz 10093 #1775)
+    x = torch.randn(5, 5)
+    x[1, 1], x[3, 1], x[3, 3] = -0.0, 1e30, 1e30
+    with FusionDefinition() as fd:
+        t = fd.define_tensor(shape=[5, 5], contiguity=[True, True], dtype=DataType.Float)
+        fd.add_output(fd.ops.prod(t, dims=[0, 1], keepdim=False))
+        fd.add_output(fd.ops.prod(t, dims=[1, 0], keepdim=True))
+        fd.add_output(fd.ops.prod(t, dims=[1], keepdim=False))
+    full, kept, rows = fd.execute([x])
+    assert torch.equal(full, x.prod()) and torch.equal(kept, x.prod().reshape(1, 1))
+    assert torch.equal(rows, x.prod(1))
+
+
 def test_alias_output_writes_the_input_and_is_hidden():
     with FusionDefinition() as fd:
         x = fd.define_tensor(shape=[3], contiguity=[True], dtype=DataType.Float)
