@@ -9,7 +9,7 @@
 # python bench/fuzz.py --mode jit ... reduced it; eager vs satfuse:
 #   input-values: values: call 2, sizes {'D0': 1, 'D1': 5}: input 0 after the call: Tensor-likes are not equal! Mi
 #   smatched elements: 1 / 5 (20.0%) Greatest absolute difference: 9223231297218904067 at index (4, 0) Greatest re
-#   lative difference: 2.305807824841605e+18 at index (4, 0); plan [2, -3, 10, -2, 9223231297218904063] eager [2, 
+#   lative difference: 2.305807824841605e+18 at index (4, 0); plan [2, -3, 10, -2, 9223231297218904063] eager [2,
 
 def f(c, d):
     t1 = torch.full((d.numel(), 2), 3, device=d.device)
