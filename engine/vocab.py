@@ -200,10 +200,25 @@ def dense(x: Any) -> Any:
     contiguous (no ``EAGER_STRIDES`` record) but the plan made otherwise (a segment returns an
     ``expand`` of a value it computed). Kernels read it as eager's did: ``gelu`` of an expanded
     ``inf`` takes the scalar path (inf) where eager's contiguous operand took the vector one (nan),
-    and ``view(dtype)`` to another item size refuses a last dim of stride 0."""
-    if isinstance(x, torch.Tensor) and not x.is_contiguous():
-        return x.contiguous()
+    and ``view(dtype)`` to another item size refuses a last dim of stride 0. Contiguous means the
+    strides a fresh tensor of eager's has, those of one-element and empty dims too, which torch's
+    ``is_contiguous`` ignores and ``view(dtype)`` reads (an empty tensor of stride 2 the plan did not
+    copy, where eager's ``torch.where`` had made a fresh one: a ``flip`` of it kept stride 2, and
+    the bitcast of that raised; optimize fuzz 9932 #2292)."""
+    if isinstance(x, torch.Tensor):
+        if not x.is_contiguous():
+            return x.contiguous()
+        if x.stride() != _standard_strides(x.shape):
+            return x.clone(memory_format=torch.contiguous_format)
     return x
+
+
+def _standard_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    out, expect = [], 1
+    for n in reversed(shape):
+        out.append(expect)
+        expect *= max(n, 1)
+    return tuple(reversed(out))
 
 
 def dtype_view(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -90,6 +90,21 @@ def test_a_dead_bitcast_eager_refuses_for_an_intermediates_strides_still_runs():
         torch.testing.assert_close(make(f, [ok, c])(ok, c), c * 2)
 
 
+def test_a_dead_bitcast_of_a_value_eager_made_fresh_reads_a_fresh_tensors_strides():
+    """``torch.where(c, a, a)`` is ``a``, but eager's is a fresh tensor: of an empty ``a`` of stride 2,
+    stride 1. The plan held ``a`` itself, ``flip`` kept its stride 2, and the unused bitcast raised
+    where eager's ran (optimize fuzz 9932 #2292): an operand eager had contiguous is handed over with
+    a fresh tensor's strides, those torch's ``is_contiguous`` ignores too (``vocab.dense``)."""
+
+    def f(a):
+        torch.where(a > 0, a, a).flip(-1).view(torch.bfloat16)  # unused
+        return a * 2
+
+    for a in (torch.randn(0)[::2], torch.randn(8)[::2], torch.randn(1, 6)[:, ::6]):
+        for _, make in _modes():
+            torch.testing.assert_close(make(f, [a])(a), a * 2)
+
+
 def test_dead_random_op_draws_as_eager():
     def f(x):
         torch.rand(3)  # unused, but it advances the generator
