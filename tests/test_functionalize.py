@@ -5,6 +5,7 @@ final value, eager's exception type) for ``optimize``, ``jit`` and ``torch.compi
 import math
 import re
 import threading
+import warnings
 
 import pytest
 import torch
@@ -308,6 +309,27 @@ def test_out_resizing_an_input_is_refused_at_capture():
     e, s = inputs(), inputs()
     assert torch.equal(satfuse.jit(f)(*s), f(*e))
     assert [t.shape for t in s] == [t.shape for t in e]
+
+
+def test_out_resizing_a_tensor_an_inplace_view_op_changed_is_refused():
+    """``t.unsqueeze_(1)`` then ``torch.pow(d, 3, out=t)``: eager resizes ``t`` back to the result's
+    shape, functionalization held ``t`` as a view of its former self and gave the result the
+    unsqueezed shape (jit fuzz 10094 #1486, a silent wrong shape at every size). optimize refuses
+    clearly; jit runs the call as eager does."""
+    def f(d):
+        t = torch.reciprocal(d)
+        t.unsqueeze_(1)
+        torch.pow(d, 3, out=t)
+        return t
+
+    for shape in ((0, 0), (2, 3)):
+        d = torch.randn(shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # eager's deprecation warning for resizing a non-empty out=
+            with pytest.raises(CaptureError, match=r"an in-place view op changed"):
+                satfuse.optimize(f, d)
+            want, got = f(d), satfuse.jit(f)(d)
+        assert got.shape == want.shape == shape and torch.equal(got, want)
 
 
 def test_output_aliases_follow_eager():

@@ -493,18 +493,24 @@ class _OverlapCheck(TorchDispatchMode):
                 raise cls(f"{func}: {verdict}")
             for w_at, r_at in pairs:
                 self._check_pair(func, verdict, w_at, r_at)
-        views = [(w, w.size()) for w in written if w._base is not None] if writes else []
+        # a view, or a tensor an in-place view op changed (``t.unsqueeze_(1)``: functionalization holds
+        # it as a view of its former self, and an out= resize of it came out at the old view's shape:
+        # jit fuzz 10094 #1486)
+        views = [(w, w.size()) for w in written if w._base is not None or id(w) in self.restrided] if writes else []
         # an in-place view op (``a.unsqueeze_(-1)``) has changed ``a`` once it returns: eager's
         # geometry it replays on is the one from before
         before_op = self._eager_geometry(args[0]) if _is_inplace_view(func) and args and \
             isinstance(args[0], torch.Tensor) else None
         out = with_eager_check(func)(*args, **kwargs)
+        if before_op is not None or (_is_inplace_view(func) and args and isinstance(args[0], torch.Tensor)):
+            self.restrided[id(args[0])] = args[0]  # held: its id stays its own
         for w, before in views:
             if _resized(before, w.size()):
                 raise MetadataMutationError(
-                    f"a view has its metadata changed in place: {func} resizes its out= tensor ({tuple(before)} -> "
-                    f"{tuple(w.size())}), as eager resizes an empty out= tensor (its base keeps its shape, a "
-                    "functional plan cannot): pass an out= tensor of the result's shape")
+                    f"a view (or a tensor an in-place view op changed) has its metadata changed in place: {func} "
+                    f"resizes its out= tensor ({tuple(before)} -> {tuple(w.size())}), as eager resizes an out= tensor "
+                    "of another shape (a functional plan keeps the view's shape): pass an out= tensor of the "
+                    "result's shape")
         if _views(func) and args and isinstance(args[0], torch.Tensor):  # t.squeeze_() changes t's own geometry
             self._record_views(func, args, kwargs, out, before_op)
         return out
@@ -547,6 +553,7 @@ class _OverlapCheck(TorchDispatchMode):
     # meta tensors from the geometry of the tensor it views.
     def __enter__(self) -> "_OverlapCheck":
         self.views: dict[int, tuple[Any, tuple[list[int], list[int], int]]] = {}
+        self.restrided: dict[int, torch.Tensor] = {}  # tensors an in-place view op changed, by id
         # eager's geometry of a view op's results by (op, dtype, operand geometry, arguments): the
         # same view of the same geometry recurs in every block of a model, and a replay on meta
         # tensors costs more than the fake op it checks
