@@ -774,7 +774,9 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
         elif a.kind == "input":
             x = in_names[a.index]
             src = trace.inputs[a.index]
-            if name != x and any(b is src for b, v in trace.writebacks if v is o) and tuple(
+            if o is src and a.itself:  # the input itself, whichever buffer holds its value now (c.copy_(d); return d)
+                rets[k] = name = x
+            elif name != x and any(b is src for b, v in trace.writebacks if v is o) and tuple(
                     o.type.shape) == tuple(src.type.shape):
                 rets[k] = name = x
             elif name != x and a.index in layouts and _spellable(a, sym_local or {}):

@@ -345,6 +345,21 @@ def test_output_aliases_follow_eager():
     assert a[4].size == (4,) and a[4].storage_offset == 4
 
 
+def test_an_input_returned_after_it_was_copied_into_another_is_that_input():
+    """``c.copy_(d); return d``: the e-graph holds one value for both, and the plan returned ``c``,
+    the buffer the value was written into (optimize fuzz 9934 #1185): an output eager returns as an
+    input itself is that input, whichever buffer holds its value."""
+    def f(c, d):
+        c.copy_(d)
+        return d, c
+
+    for mode in ("optimize", "jit"):
+        c, d = torch.tensor([3, 4]), torch.tensor([5, 6])
+        plan = satfuse.optimize(f, c.clone(), d.clone()) if mode == "optimize" else satfuse.jit(f)
+        out = plan(c, d)
+        assert out[0] is d and out[1] is c and torch.equal(c, d)
+
+
 def test_concurrent_optimize_from_eight_threads():
     def f(x, y):
         x.add_(y)
