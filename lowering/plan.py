@@ -774,7 +774,7 @@ def _output_aliasing(trace: Trace, steps: list[Any], rets: list[str], in_names: 
         elif a.kind == "input":
             x = in_names[a.index]
             src = trace.inputs[a.index]
-            if o is src and a.itself:  # the input itself, whichever buffer holds its value now (c.copy_(d); return d)
+            if _input_itself(trace, k, a):  # whichever buffer holds its value now (c.copy_(d); return d)
                 rets[k] = name = x
             elif name != x and any(b is src for b, v in trace.writebacks if v is o) and tuple(
                     o.type.shape) == tuple(src.type.shape):
@@ -987,6 +987,11 @@ def _concrete(a: Any) -> bool:
     return all(isinstance(e, int) for e in (*a.size, *a.stride, a.storage_offset))
 
 
+def _input_itself(trace: Trace, k: int, a: Any) -> bool:
+    """Output ``k`` is, in eager, input ``a.index`` itself, and the trace returns that input's Var."""
+    return a.itself and k < len(trace.outputs) and trace.outputs[k] is trace.inputs[a.index]
+
+
 def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[int, ...], int]]:
     """The layouts (strides, storage offset) of the inputs an output is a view of, read from the
     example ``inputs``: the plan rebuilds those views with ``as_strided`` at eager's geometry,
@@ -995,8 +1000,8 @@ def view_layouts(trace: Trace, inputs: Sequence[Any]) -> dict[int, tuple[tuple[i
     for k, a in enumerate(trace.output_aliases):
         if a is None or a.kind != "input" or a.index >= len(inputs) or a.index in out:
             continue
-        if k < len(trace.outputs) and trace.outputs[k] is trace.inputs[a.index]:
-            continue  # the input itself (a value a forward saves for its backward): returned as it is
+        if _input_itself(trace, k, a):
+            continue  # returned as it is (a value a forward saves for its backward): no layout to rebuild
         x, shape = inputs[a.index], trace.inputs[a.index].type.shape
         if a.index in trace.input_layouts:  # strides of its own, which the prologue binds
             out[a.index] = trace.input_layouts[a.index]

@@ -499,10 +499,10 @@ class _OverlapCheck(TorchDispatchMode):
         views = [(w, w.size()) for w in written if w._base is not None or id(w) in self.restrided] if writes else []
         # an in-place view op (``a.unsqueeze_(-1)``) has changed ``a`` once it returns: eager's
         # geometry it replays on is the one from before
-        before_op = self._eager_geometry(args[0]) if _is_inplace_view(func) and args and \
-            isinstance(args[0], torch.Tensor) else None
+        inplace_view = _is_inplace_view(func) and args and isinstance(args[0], torch.Tensor)
+        before_op = self._eager_geometry(args[0]) if inplace_view else None
         out = with_eager_check(func)(*args, **kwargs)
-        if before_op is not None or (_is_inplace_view(func) and args and isinstance(args[0], torch.Tensor)):
+        if inplace_view:
             self.restrided[id(args[0])] = args[0]  # held: its id stays its own
         for w, before in views:
             if _resized(before, w.size()):
